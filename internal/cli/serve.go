@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/admin"
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/sample"
+	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/version"
+	"github.com/floodgate/floodgate/ratelimit/memory"
+)
+
+func runServe(ctx context.Context, env environ, args []string) error {
+	fs := newFlags(env, "serve", "--config FILE [--env NAME] [flags]")
+	file := fs.String("config", "", "configuration `file` (required)")
+	envName := fs.String("env", "", "environment `name` to apply from the file's environments")
+	listen := fs.String("listen", "", "public listener `address`, overriding the file's listen")
+	adminListen := fs.String("admin-listen", "", "admin listener `address` (or off), overriding admin.listen")
+	sampleUp := fs.Bool("sample-upstream", false, "also serve a small JSON echo upstream at every loopback upstream URL, to try floodgate without an API")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usageError{errors.New("--config is required")}
+	}
+	f, err := config.Load(*file, *envName, env.lookup)
+	var loadProblems config.Problems
+	if err != nil && (!errors.As(err, &loadProblems) || f == nil) {
+		return err
+	}
+	c := &f.Config
+	if *listen != "" {
+		c.Listen = *listen
+	}
+	if *adminListen != "" {
+		c.Admin.Listen = *adminListen
+	}
+	c.ApplyDefaults()
+
+	logger := telemetry.NewLogger(telemetry.RedactingWriter(env.stderr), c.Log.Level)
+	metrics := telemetry.NewMetrics(version.String())
+	store := memory.New(memory.Options{MaxKeys: c.Store.MaxKeys})
+	metrics.RegisterStore(func() telemetry.StoreStats {
+		s := store.Stats()
+		return telemetry.StoreStats{Keys: int64(s.Keys), MaxKeys: int64(s.MaxKeys), Evictions: s.Evictions, Expired: s.Expired}
+	})
+	g, problems := gateway.New(f, gateway.Options{Store: store, Metrics: metrics, Logger: logger})
+	if problems = append(loadProblems, problems...); len(problems) > 0 {
+		fmt.Fprintln(env.stderr, dedupe(problems).Error())
+		return errReported
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var servers []*http.Server
+	start := func(name, addr string, h http.Handler) error {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("%s listener: %w", name, err)
+		}
+		srv := newServer(h, logger)
+		servers = append(servers, srv)
+		logger.Info("listening", "listener", name, "address", ln.Addr().String())
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				cancel(fmt.Errorf("%s listener: %w", name, err))
+			}
+		}()
+		return nil
+	}
+	if *sampleUp {
+		for name, u := range c.Upstreams {
+			pu, err := url.Parse(u.URL)
+			if err != nil || !isLoopback(pu.Hostname()) {
+				return fmt.Errorf("--sample-upstream: upstream %s (%s) is not a loopback http address", name, u.URL)
+			}
+			if err := start("sample upstream "+name, pu.Host, sample.Handler(name)); err != nil {
+				return err
+			}
+		}
+	}
+	if c.Admin.Listen != "off" {
+		if err := start("admin", c.Admin.Listen, admin.Handler(admin.Options{Gatherer: metrics.Registry})); err != nil {
+			return err
+		}
+	}
+	if err := start("public", c.Listen, g); err != nil {
+		return err
+	}
+	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env, "mode", c.Mode)
+
+	<-ctx.Done()
+	cause := context.Cause(ctx)
+	logger.Info("shutting down", "reason", cause.Error())
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer scancel()
+	for _, s := range servers {
+		_ = s.Shutdown(sctx)
+	}
+	if cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+// newServer returns an http.Server with timeouts that a slow client
+// cannot exploit (slowloris) but that let long downloads finish.
+func newServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

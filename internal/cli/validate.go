@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/ratelimit/memory"
+)
+
+func runValidate(_ context.Context, env environ, args []string) error {
+	fs := newFlags(env, "validate", "--config FILE [--env NAME]")
+	file := fs.String("config", "", "configuration `file` (required)")
+	envName := fs.String("env", "", "environment `name` to apply from the file's environments")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return usageError{errors.New("--config is required")}
+	}
+	f, _, err := load(env, *file, *envName)
+	if err != nil {
+		return err
+	}
+	printEffective(env.stdout, f)
+	return nil
+}
+
+// load reads, defaults, validates and compiles a configuration on the
+// same path `serve` uses. On problems it prints every one to stderr and
+// returns errReported.
+func load(env environ, file, envName string) (*config.File, *gateway.Gateway, error) {
+	f, err := config.Load(file, envName, env.lookup)
+	var loadProblems config.Problems
+	if err != nil {
+		if !errors.As(err, &loadProblems) || f == nil {
+			return nil, nil, err
+		}
+	}
+	f.Config.ApplyDefaults()
+	g, problems := gateway.New(f, gateway.Options{
+		Store:   memory.New(memory.Options{MaxKeys: f.Config.Store.MaxKeys}),
+		Metrics: telemetry.NewMetrics("validate"),
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+	problems = append(loadProblems, problems...)
+	if len(problems) > 0 {
+		problems = dedupe(problems)
+		fmt.Fprintln(env.stderr, problems.Error())
+		fmt.Fprintf(env.stderr, "%s: %d problem%s\n", file, len(problems), plural(len(problems)))
+		return nil, nil, errReported
+	}
+	return f, g, nil
+}
+
+// dedupe drops repeated problems (a field reported by two stages).
+func dedupe(ps config.Problems) config.Problems {
+	seen := map[string]bool{}
+	out := ps[:0]
+	for _, p := range ps {
+		if s := p.Error(); !seen[s] {
+			seen[s] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// printEffective prints the effective configuration in a form an operator
+// can check at a glance: what listens where, who the client is, and every
+// rule in evaluation order.
+func printEffective(w io.Writer, f *config.File) {
+	c := &f.Config
+	env := f.Env
+	if env == "" {
+		env = "none"
+	}
+	fmt.Fprintf(w, "%s: ok (environment: %s)\n\n", f.Name, env)
+	fmt.Fprintf(w, "mode:      %s\n", c.Mode)
+	fmt.Fprintf(w, "listen:    %s\n", c.Listen)
+	fmt.Fprintf(w, "admin:     %s\n", c.Admin.Listen)
+	fmt.Fprintf(w, "store:     %s (max %d keys)\n", c.Store.URL, c.Store.MaxKeys)
+	switch {
+	case len(c.ClientIP.TrustedProxies) > 0:
+		fmt.Fprintf(w, "client ip: rightmost %s entry not from a trusted proxy (%s)\n",
+			c.ClientIP.Header, strings.Join(c.ClientIP.TrustedProxies, ", "))
+	case c.ClientIP.TrustedHops > 0:
+		fmt.Fprintf(w, "client ip: %s entry %d from the right\n", c.ClientIP.Header, c.ClientIP.TrustedHops)
+	default:
+		fmt.Fprintf(w, "client ip: peer address (no trusted proxies)\n")
+	}
+	fmt.Fprintf(w, "           keys group IPv4 by /%d, IPv6 by /%d\n", c.ClientIP.IPv4Prefix, c.ClientIP.IPv6Prefix)
+
+	fmt.Fprintf(w, "\nupstreams:\n")
+	names := make([]string, 0, len(c.Upstreams))
+	for n := range c.Upstreams {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-12s %s\n", n, c.Upstreams[n].URL)
+	}
+	fmt.Fprintf(w, "\nroutes (first match wins):\n")
+	for _, r := range c.Routes {
+		methods := ""
+		if len(r.Methods) > 0 {
+			methods = strings.Join(r.Methods, ",") + " "
+		}
+		to := r.Upstream
+		if r.Rewrite != "" {
+			to += " " + r.Rewrite
+		}
+		fmt.Fprintf(w, "  %-12s %s%s -> %s\n", r.Name, methods, r.Path, to)
+	}
+	fmt.Fprintf(w, "\nrules (in evaluation order):\n")
+	if len(c.Rules) == 0 {
+		fmt.Fprintf(w, "  none: every routed request is forwarded\n")
+	}
+	for i, r := range c.Rules {
+		fmt.Fprintf(w, "  %d. %s: %s", i+1, r.Name, r.Action)
+		if len(r.Limits) > 0 {
+			fmt.Fprintf(w, " %s per %s (%s)", strings.Join(r.Limits, " + "), strings.Join(r.Key, "+"), r.Algorithm)
+		}
+		if r.RetryAfter != "" {
+			fmt.Fprintf(w, ", Retry-After %s", r.RetryAfter)
+		}
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "     when: %s\n", strings.Join(strings.Fields(r.When), " "))
+	}
+}

@@ -1,0 +1,254 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is one floodgate configuration file.
+type Config struct {
+	// Mode is "enforce" (default) or "log-only". In log-only mode every
+	// block or deny becomes a would-block: counted and reported, never
+	// answered.
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// Listen is the public listener's address. Default "127.0.0.1:8080".
+	Listen string `yaml:"listen" json:"listen,omitempty"`
+	// Admin is the admin listener (metrics, health).
+	Admin Admin `yaml:"admin" json:"admin"`
+	// ClientIP says how the client address is found.
+	ClientIP ClientIP `yaml:"client_ip" json:"client_ip"`
+	// Store selects where counters live.
+	Store Store `yaml:"store" json:"store"`
+	// Upstreams are the servers requests are forwarded to, by name.
+	Upstreams map[string]Upstream `yaml:"upstreams" json:"upstreams"`
+	// Routes map request paths to upstreams, first match wins.
+	Routes []Route `yaml:"routes" json:"routes"`
+	// Rules are evaluated in order for every request (docs/rules.md).
+	Rules []Rule `yaml:"rules" json:"rules"`
+	// Responses shapes floodgate's own answers.
+	Responses Responses `yaml:"responses" json:"responses"`
+	// Log configures the decision log.
+	Log Log `yaml:"log" json:"log"`
+}
+
+// Admin is the admin listener.
+type Admin struct {
+	// Listen is the admin address. Default "127.0.0.1:9090"; "off" disables it.
+	Listen string `yaml:"listen" json:"listen,omitempty"`
+}
+
+// ClientIP configures client address resolution (SPEC G2).
+type ClientIP struct {
+	// TrustedProxies are CIDRs or addresses of proxies whose forwarding
+	// header is believed. A YAML list, or one comma-separated string (so a
+	// single ${VAR} can carry it). Default none: the peer address is the
+	// client.
+	TrustedProxies StringList `yaml:"trusted_proxies" json:"trusted_proxies,omitempty"`
+	// TrustedHops, when positive, trusts that many proxies in front of
+	// floodgate regardless of their address: the client is the entry that
+	// many places from the right of the forwarding header. 0 (default) to
+	// 32; exclusive with TrustedProxies.
+	TrustedHops int `yaml:"trusted_hops" json:"trusted_hops,omitempty"`
+	// Header is "X-Forwarded-For" (default) or "Forwarded", in any case;
+	// ApplyDefaults canonicalises it.
+	Header string `yaml:"header" json:"header,omitempty"`
+	// IPv6Prefix is the prefix length that groups IPv6 clients when the
+	// address is used as a key, 16 to 128. Default 64.
+	IPv6Prefix int `yaml:"ipv6_prefix" json:"ipv6_prefix,omitempty"`
+	// IPv4Prefix groups IPv4 clients likewise, 8 to 32. Default 32.
+	IPv4Prefix int `yaml:"ipv4_prefix" json:"ipv4_prefix,omitempty"`
+}
+
+// Store selects the counter store.
+type Store struct {
+	// URL is "memory" (default), the embedded in-memory store. (A later
+	// release adds redis:// URLs.)
+	URL string `yaml:"url" json:"url,omitempty"`
+	// MaxKeys caps the keys the memory store tracks, 1024 to 268435456.
+	// Default 1048576.
+	MaxKeys int `yaml:"max_keys" json:"max_keys,omitempty"`
+}
+
+// Upstream is one server floodgate forwards to.
+type Upstream struct {
+	// URL is the upstream's base URL, e.g. "http://127.0.0.1:8081": http
+	// or https, with a host, and no credentials, query or fragment. Its
+	// path, if any, prefixes every forwarded path.
+	URL string `yaml:"url" json:"url"`
+}
+
+// Route sends requests whose path matches Path to Upstream.
+type Route struct {
+	// Name identifies the route in metrics, logs and rule conditions:
+	// lower-case letters, digits, "_" and "-", unique among routes.
+	Name string `yaml:"name" json:"name"`
+	// Group is an optional label shared by several routes, visible to
+	// rule conditions as route_group.
+	Group string `yaml:"group" json:"group,omitempty"`
+	// Path is a pattern: literal segments, "{name}" for one segment and a
+	// trailing "{name...}" for the rest; "/" alone matches everything
+	// (see ParseRoutePattern).
+	Path string `yaml:"path" json:"path"`
+	// Methods restricts the route to these methods, in any case;
+	// ApplyDefaults upper-cases them. Default all.
+	Methods []string `yaml:"methods" json:"methods,omitempty"`
+	// Upstream is the name of an entry in upstreams.
+	Upstream string `yaml:"upstream" json:"upstream"`
+	// Rewrite, if set, is the upstream path, with "{name}" replaced by the
+	// matched segment (see ParseRewrite). Default: the request path
+	// unchanged.
+	Rewrite string `yaml:"rewrite" json:"rewrite,omitempty"`
+}
+
+// Rule is one rate rule (SPEC G3).
+type Rule struct {
+	// Name identifies the rule in metrics, logs and RateLimit-Policy:
+	// lower-case letters, digits, ".", "_" and "-", at most 64, unique
+	// among rules. Required.
+	Name string `yaml:"name" json:"name"`
+	// When is a CEL condition over the request model (docs/rules.md).
+	// Default "true".
+	When string `yaml:"when" json:"when,omitempty"`
+	// Action is block (default: 429 when over a limit), deny (403, no
+	// counting), count (shadow: counted and reported, never blocks) or
+	// allow (stop evaluating rules).
+	Action string `yaml:"action" json:"action,omitempty"`
+	// Key lists the characteristics the rule counts by, combined: ip
+	// (default), path, route, method, host, session, api_client,
+	// header:NAME, query:NAME, expr:CEL (see ParseKey). Only for block and
+	// count rules.
+	Key []string `yaml:"key" json:"key,omitempty"`
+	// Limits are "N/WINDOW" strings (ratelimit.ParseLimit), all enforced
+	// together, at most one per window. Required for block and count
+	// rules, not allowed for deny and allow.
+	Limits []string `yaml:"limits" json:"limits,omitempty"`
+	// Algorithm is sliding_window (default), gcra or fixed_window. Only
+	// for block and count rules.
+	Algorithm string `yaml:"algorithm" json:"algorithm,omitempty"`
+	// RetryAfter, if set, is the fixed Retry-After of this rule's answers:
+	// whole seconds from 1s to 24h, as "300s", "5m" or "300" (see
+	// ParseRetryAfter); otherwise it is computed from the limiter. Only
+	// for block and count rules.
+	RetryAfter string `yaml:"retry_after" json:"retry_after,omitempty"`
+	// Message is the body text of this rule's answers: one string, or a
+	// map from language tag (en, es, pt-BR) to string.
+	Message Message `yaml:"message" json:"message,omitempty"`
+}
+
+// Responses shapes every answer floodgate gives itself (SPEC G4).
+type Responses struct {
+	// CORS adds headers to 429/403/503 answers so browsers can read them.
+	CORS CORS `yaml:"cors" json:"cors"`
+	// RateLimitHeaders is "always" (default: on forwarded responses too),
+	// "limited" (only on floodgate's own 429s) or "never".
+	RateLimitHeaders string `yaml:"ratelimit_headers" json:"ratelimit_headers,omitempty"`
+}
+
+// CORS headers for floodgate's answers.
+type CORS struct {
+	// AllowOrigin is sent as Access-Control-Allow-Origin: "*", or one
+	// origin such as "https://example.org". Default "": no CORS headers.
+	AllowOrigin string `yaml:"allow_origin" json:"allow_origin,omitempty"`
+	// ExposeHeaders are sent as Access-Control-Expose-Headers, so that a
+	// browser script may read them, e.g. [Retry-After].
+	ExposeHeaders []string `yaml:"expose_headers" json:"expose_headers,omitempty"`
+}
+
+// Log configures the decision log.
+type Log struct {
+	// Level is debug, info (default), warn or error.
+	Level string `yaml:"level" json:"level,omitempty"`
+	// Decisions is "limited" (default: blocks, would-blocks and denials),
+	// "all" or "none".
+	Decisions string `yaml:"decisions" json:"decisions,omitempty"`
+}
+
+// StringList is a list of strings that YAML may also give as one
+// comma-separated string, so that one ${VAR} can carry a list. Items of
+// the string form are trimmed and empty ones dropped: "a, b," is [a b] and
+// "" is empty.
+type StringList []string
+
+// UnmarshalYAML reads a sequence of scalars or one comma-separated scalar.
+func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		*l = nil
+	case n.Kind == yaml.ScalarNode:
+		var items StringList
+		for item := range strings.SplitSeq(n.Value, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				items = append(items, item)
+			}
+		}
+		*l = items
+	case n.Kind == yaml.SequenceNode:
+		items := make(StringList, 0, len(n.Content))
+		for _, c := range n.Content {
+			if c.Kind != yaml.ScalarNode {
+				return fmt.Errorf("expected a list of strings, found %s in it", describeNode(c))
+			}
+			items = append(items, c.Value)
+		}
+		*l = items
+	default:
+		return fmt.Errorf("expected a list or a comma-separated string, found %s", describeNode(n))
+	}
+	return nil
+}
+
+// Message is a body text, either one string for every language, stored
+// under the key "", or one per language tag (en, es, pt-BR).
+type Message map[string]string
+
+// UnmarshalYAML reads a scalar, or a mapping from language tag to scalar.
+func (m *Message) UnmarshalYAML(n *yaml.Node) error {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null":
+		*m = nil
+	case n.Kind == yaml.ScalarNode:
+		*m = Message{"": n.Value}
+	case n.Kind == yaml.MappingNode:
+		msg := make(Message, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode {
+				return fmt.Errorf("expected language: text pairs, found %s: %s", describeNode(k), describeNode(v))
+			}
+			msg[k.Value] = v.Value
+		}
+		*m = msg
+	default:
+		return fmt.Errorf("expected a string or a mapping from language to string, found %s", describeNode(n))
+	}
+	return nil
+}
+
+// Names of the closed sets of values, for other packages to switch on.
+const (
+	ModeEnforce = "enforce"
+	ModeLogOnly = "log-only"
+
+	ActionBlock = "block"
+	ActionDeny  = "deny"
+	ActionCount = "count"
+	ActionAllow = "allow"
+
+	HeaderXForwardedFor = "X-Forwarded-For"
+	HeaderForwarded     = "Forwarded"
+
+	StoreMemory = "memory"
+
+	RateLimitHeadersAlways  = "always"
+	RateLimitHeadersLimited = "limited"
+	RateLimitHeadersNever   = "never"
+
+	LogDecisionsLimited = "limited"
+	LogDecisionsAll     = "all"
+	LogDecisionsNone    = "none"
+
+	// ListenOff as admin.listen disables the admin listener.
+	ListenOff = "off"
+)

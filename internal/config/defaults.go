@@ -1,0 +1,134 @@
+package config
+
+import (
+	"reflect"
+	"strings"
+)
+
+// Defaults of the fields that have one; ApplyDefaults sets them.
+const (
+	DefaultListen      = "127.0.0.1:8080"
+	DefaultAdminListen = "127.0.0.1:9090"
+	DefaultIPv4Prefix  = 32
+	DefaultIPv6Prefix  = 64
+	DefaultMaxKeys     = 1 << 20
+	DefaultWhen        = "true"
+	DefaultAlgorithm   = "sliding_window"
+	DefaultKey         = "ip"
+	DefaultRouteName   = "default"
+)
+
+// ApplyDefaults sets every field that is empty (or zero) and has a
+// default to that default, and canonicalises values that may be written
+// in any case (client_ip.header, route methods). It is idempotent.
+//
+// Defaults: mode enforce; listen 127.0.0.1:8080; admin.listen
+// 127.0.0.1:9090; client_ip.header X-Forwarded-For, ipv4_prefix 32,
+// ipv6_prefix 64; store.url memory, store.max_keys 1048576; for each rule
+// when "true" and action block, and for block and count rules key [ip]
+// and algorithm sliding_window; responses.ratelimit_headers always;
+// log.level info, log.decisions limited. With no routes and exactly one
+// upstream, one route {name: default, path: /, upstream: that upstream}.
+//
+// ApplyDefaults does not validate: call File.Validate for that, which
+// applies the defaults to a copy first.
+func (c *Config) ApplyDefaults() {
+	setDefault(&c.Mode, ModeEnforce)
+	setDefault(&c.Listen, DefaultListen)
+	setDefault(&c.Admin.Listen, DefaultAdminListen)
+
+	setDefault(&c.ClientIP.Header, HeaderXForwardedFor)
+	for _, h := range []string{HeaderXForwardedFor, HeaderForwarded} {
+		if strings.EqualFold(c.ClientIP.Header, h) {
+			c.ClientIP.Header = h
+		}
+	}
+	setDefault(&c.ClientIP.IPv4Prefix, DefaultIPv4Prefix)
+	setDefault(&c.ClientIP.IPv6Prefix, DefaultIPv6Prefix)
+
+	setDefault(&c.Store.URL, StoreMemory)
+	setDefault(&c.Store.MaxKeys, DefaultMaxKeys)
+
+	if len(c.Routes) == 0 && len(c.Upstreams) == 1 {
+		for name := range c.Upstreams {
+			c.Routes = []Route{{Name: DefaultRouteName, Path: "/", Upstream: name}}
+		}
+	}
+	for i := range c.Routes {
+		for j, m := range c.Routes[i].Methods {
+			c.Routes[i].Methods[j] = strings.ToUpper(m)
+		}
+	}
+
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		setDefault(&r.When, DefaultWhen)
+		setDefault(&r.Action, ActionBlock)
+		if r.Action == ActionBlock || r.Action == ActionCount {
+			if len(r.Key) == 0 {
+				r.Key = []string{DefaultKey}
+			}
+			setDefault(&r.Algorithm, DefaultAlgorithm)
+		}
+	}
+
+	setDefault(&c.Responses.RateLimitHeaders, RateLimitHeadersAlways)
+	setDefault(&c.Log.Level, "info")
+	setDefault(&c.Log.Decisions, LogDecisionsLimited)
+}
+
+func setDefault[T comparable](p *T, v T) {
+	var zero T
+	if *p == zero {
+		*p = v
+	}
+}
+
+// clone returns a deep copy of c, so that ApplyDefaults on the copy
+// leaves c as it was. It copies by reflection, so fields added to Config
+// later are copied too.
+func (c *Config) clone() Config {
+	var d Config
+	deepCopy(reflect.ValueOf(&d).Elem(), reflect.ValueOf(c).Elem())
+	return d
+}
+
+func deepCopy(dst, src reflect.Value) {
+	switch src.Kind() {
+	case reflect.Struct:
+		for i := range src.NumField() {
+			if dst.Field(i).CanSet() {
+				deepCopy(dst.Field(i), src.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if src.IsNil() {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		for i := range src.Len() {
+			deepCopy(s.Index(i), src.Index(i))
+		}
+		dst.Set(s)
+	case reflect.Map:
+		if src.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(src.Type(), src.Len())
+		for it := src.MapRange(); it.Next(); {
+			v := reflect.New(src.Type().Elem()).Elem()
+			deepCopy(v, it.Value())
+			m.SetMapIndex(it.Key(), v)
+		}
+		dst.Set(m)
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		p := reflect.New(src.Type().Elem())
+		deepCopy(p.Elem(), src.Elem())
+		dst.Set(p)
+	default:
+		dst.Set(src)
+	}
+}

@@ -1,0 +1,338 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const lineDoc = `mode: enforce
+upstreams:
+  api:
+    url: http://127.0.0.1:8081
+  "a.b":
+    url: http://127.0.0.1:8082
+client_ip:
+  trusted_proxies: 10.0.0.0/8, 10.1.0.0/16
+rules:
+  - name: first
+    limits: [100/5m]
+  - name: second
+    limits:
+      - 10/1s
+      - 60/1m
+    message:
+      en: Slow down.
+      pt-BR: Mais devagar.
+`
+
+func TestLine(t *testing.T) {
+	f, err := Parse("lines.yaml", []byte(lineDoc), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path     string
+		line     int
+		column   int
+		fallback bool // not in the file itself
+	}{
+		{path: "mode", line: 1, column: 1},
+		{path: "upstreams", line: 2, column: 1},
+		{path: "upstreams.api", line: 3, column: 3},
+		{path: "upstreams.api.url", line: 4, column: 5},
+		{path: `upstreams["a.b"].url`, line: 6, column: 5},
+		{path: "client_ip.trusted_proxies", line: 8, column: 3},
+		{path: "client_ip.trusted_proxies[1]", line: 8, column: 3, fallback: true},
+		{path: "rules[0]", line: 10, column: 5},
+		{path: "rules[0].limits[0]", line: 11, column: 14},
+		{path: "rules[1].limits", line: 13, column: 5},
+		{path: "rules[1].limits[1]", line: 15, column: 9},
+		{path: "rules[1].message.pt-BR", line: 18, column: 7},
+		{path: "rules[1].key", line: 12, column: 5, fallback: true},
+		{path: "rules[1].key[0]", line: 12, column: 5, fallback: true},
+		{path: "rules[7].when", line: 9, column: 1, fallback: true},
+		{path: "log.level", line: 0, column: 0, fallback: true},
+		{path: "", line: 0, column: 0, fallback: true},
+	}
+	for _, tt := range tests {
+		if got := f.Line(tt.path); got != tt.line {
+			t.Errorf("Line(%q) = %d, want %d", tt.path, got, tt.line)
+		}
+		if got, want := f.Position(tt.path), (Position{tt.line, tt.column}); got != want {
+			t.Errorf("Position(%q) = %+v, want %+v", tt.path, got, want)
+		}
+		if got := f.Has(tt.path); got == tt.fallback {
+			t.Errorf("Has(%q) = %v, want %v", tt.path, got, !tt.fallback)
+		}
+	}
+	var nilFile *File
+	if got := nilFile.Line("mode"); got != 0 {
+		t.Errorf("(*File)(nil).Line = %d, want 0", got)
+	}
+}
+
+func TestParentPath(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{in: "mode", want: ""},
+		{in: "", want: ""},
+		{in: "admin.listen", want: "admin"},
+		{in: "rules[2]", want: "rules"},
+		{in: "rules[2].limits[0]", want: "rules[2].limits"},
+		{in: `upstreams["a.b"]`, want: "upstreams"},
+		{in: `upstreams["a.b[1]"].url`, want: `upstreams["a.b[1]"]`},
+		{in: `upstreams["q\"[x"].url`, want: `upstreams["q\"[x"]`},
+	}
+	for _, tt := range tests {
+		if got := parentPath(tt.in); got != tt.want {
+			t.Errorf("parentPath(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestJoinKey(t *testing.T) {
+	tests := []struct{ path, key, want string }{
+		{path: "", key: "mode", want: "mode"},
+		{path: "upstreams", key: "api", want: "upstreams.api"},
+		{path: "upstreams", key: "a.b", want: `upstreams["a.b"]`},
+		{path: "rules[0].message", key: "pt-BR", want: "rules[0].message.pt-BR"},
+		{path: "rules[0].message", key: "", want: `rules[0].message[""]`},
+		{path: "", key: "x y", want: `["x y"]`},
+	}
+	for _, tt := range tests {
+		if got := joinKey(tt.path, tt.key); got != tt.want {
+			t.Errorf("joinKey(%q, %q) = %q, want %q", tt.path, tt.key, got, tt.want)
+		}
+	}
+}
+
+// TestDecode checks the special forms: StringList, Message, and scalars
+// whose type is resolved again after expansion.
+func TestDecode(t *testing.T) {
+	env := map[string]string{
+		"PROXIES":  " 10.0.0.0/8 ,, 192.168.0.1, ",
+		"MAX_KEYS": "4096",
+		"HOPS":     "0x2",
+		"HOSTILE":  "a: b\n- c: [d]\n${MAX_KEYS}",
+		"NULL":     "null",
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want func(*Config)
+	}{
+		{
+			name: "list as a sequence",
+			yaml: "client_ip: {trusted_proxies: [10.0.0.0/8, 192.168.0.1]}",
+			want: func(c *Config) { c.ClientIP.TrustedProxies = StringList{"10.0.0.0/8", "192.168.0.1"} },
+		},
+		{
+			name: "list as one comma-separated string",
+			yaml: "client_ip:\n  trusted_proxies: ${PROXIES}",
+			want: func(c *Config) { c.ClientIP.TrustedProxies = StringList{"10.0.0.0/8", "192.168.0.1"} },
+		},
+		{
+			name: "list from an unset variable with an empty default",
+			yaml: "client_ip:\n  trusted_proxies: ${UNSET:-}",
+			want: func(c *Config) {},
+		},
+		{
+			name: "list from one address",
+			yaml: "client_ip: {trusted_proxies: 10.0.0.1}",
+			want: func(c *Config) { c.ClientIP.TrustedProxies = StringList{"10.0.0.1"} },
+		},
+		{
+			name: "list with a variable item",
+			yaml: "client_ip: {trusted_proxies: [\"${MAX_KEYS}\", x]}",
+			want: func(c *Config) { c.ClientIP.TrustedProxies = StringList{"4096", "x"} },
+		},
+		{
+			name: "message as one string",
+			yaml: "rules: [{name: a, message: Slow down.}]",
+			want: func(c *Config) { c.Rules = []Rule{{Name: "a", Message: Message{"": "Slow down."}}} },
+		},
+		{
+			name: "message per language",
+			yaml: "rules: [{name: a, message: {en: Slow down., es: Más despacio., pt-BR: '${MAX_KEYS}'}}]",
+			want: func(c *Config) {
+				c.Rules = []Rule{{Name: "a", Message: Message{"en": "Slow down.", "es": "Más despacio.", "pt-BR": "4096"}}}
+			},
+		},
+		{
+			name: "integer from a variable",
+			yaml: "store:\n  max_keys: ${MAX_KEYS}",
+			want: func(c *Config) { c.Store.MaxKeys = 4096 },
+		},
+		{
+			name: "integer from a quoted variable",
+			yaml: `store: {max_keys: "${MAX_KEYS}"}`,
+			want: func(c *Config) { c.Store.MaxKeys = 4096 },
+		},
+		{
+			name: "integer from a default",
+			yaml: "client_ip:\n  trusted_hops: \"${UNSET:-3}\"\n  ipv4_prefix: ${HOPS}",
+			want: func(c *Config) { c.ClientIP.TrustedHops, c.ClientIP.IPv4Prefix = 3, 2 },
+		},
+		{
+			name: "integer from an empty variable is unset",
+			yaml: `client_ip: {ipv4_prefix: "${UNSET:-}"}`,
+			want: func(c *Config) {},
+		},
+		{
+			name: "integer into a string",
+			yaml: "listen: 8080",
+			want: func(c *Config) { c.Listen = "8080" },
+		},
+		{
+			name: "hostile value stays one string",
+			yaml: "listen: ${HOSTILE}",
+			want: func(c *Config) { c.Listen = "a: b\n- c: [d]\n${MAX_KEYS}" },
+		},
+		{
+			name: "a variable holding null is the string null",
+			yaml: "mode: ${NULL}",
+			want: func(c *Config) { c.Mode = "null" },
+		},
+		{
+			name: "keys are not expanded",
+			yaml: "upstreams:\n  ${MAX_KEYS}: {url: x}",
+			want: func(c *Config) { c.Upstreams = map[string]Upstream{"${MAX_KEYS}": {URL: "x"}} },
+		},
+		{
+			name: "null leaves a field unset",
+			yaml: "mode:\nlisten: ~\nadmin:\nrules:",
+			want: func(c *Config) {},
+		},
+		{
+			name: "x- keys hold anchors",
+			yaml: "x-common: &c {key: [ip], limits: [1/s]}\nrules: [{<<: *c, name: a}, {<<: *c, name: b, limits: [2/s]}]",
+			want: func(c *Config) {
+				c.Rules = []Rule{
+					{Name: "a", Key: []string{"ip"}, Limits: []string{"1/s"}},
+					{Name: "b", Key: []string{"ip"}, Limits: []string{"2/s"}},
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("t.yaml", []byte(tt.yaml), "", lookupIn(env))
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.yaml, err)
+			}
+			var want Config
+			tt.want(&want)
+			if diff := cmp.Diff(f.Config, want); diff != "" {
+				t.Errorf("Parse(%q).Config (-got +want):\n%s", tt.yaml, diff)
+			}
+		})
+	}
+}
+
+func TestLoad(t *testing.T) {
+	f, err := Load("testdata/valid/minimal.yaml", "", nil)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if f.Name != "testdata/valid/minimal.yaml" || f.Config.Upstreams["api"].URL != "http://127.0.0.1:8081" {
+		t.Errorf("Load = %+v, want minimal.yaml's upstream", f)
+	}
+
+	_, err = Load("testdata/no-such-file.yaml", "", nil)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Load(missing file) error = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestFileTooLarge: the size cap holds for Load and Parse, and a file
+// just under it is read.
+func TestFileTooLarge(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("upstreams: {api: {url: http://127.0.0.1:8081}}\n")
+	for b.Len() < MaxFileSize {
+		b.WriteString("# padding padding padding padding padding padding padding padding\n")
+	}
+	big := b.String()[:MaxFileSize+1]
+	path := filepath.Join(t.TempDir(), "big.yaml")
+	if err := os.WriteFile(path, []byte(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "big.yaml: file is larger than 4 MiB"
+	f, err := Load(path, "", nil)
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Load(%d bytes) error = %v, want %q", len(big), err, want)
+	}
+	if f == nil || len(f.Validate()) != 0 {
+		t.Errorf("Load(%d bytes): want a File whose Validate adds nothing", len(big))
+	}
+
+	ok := big[:strings.LastIndexByte(big[:MaxFileSize], '\n')+1]
+	if _, err := Parse("ok.yaml", []byte(ok), "", nil); err != nil {
+		t.Errorf("Parse(%d bytes) error = %v, want none", len(ok), err)
+	}
+}
+
+// TestAliasBomb: a "billion laughs" document is refused quickly, with
+// its aliases expanded no further than the budget.
+func TestAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("x-lol:\n  l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n")
+	for i := 1; i < 20; i++ {
+		b.WriteString("  l" + itoa(i) + ": &l" + itoa(i) + " [")
+		for j := range 10 {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("*l" + itoa(i-1))
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("upstreams: {api: {url: http://127.0.0.1:8081}}\n")
+	doc := []byte(b.String())
+
+	allocs := testing.AllocsPerRun(1, func() {
+		_, err := Parse("bomb.yaml", doc, "", nil)
+		if err == nil || !strings.Contains(err.Error(), "aliases expand to more than 10000 nodes") {
+			t.Errorf("Parse(bomb) error = %v, want the alias budget exceeded", err)
+		}
+	})
+	if allocs > 200000 {
+		t.Errorf("Parse(bomb) allocs = %v, want the budget to bound them", allocs)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestSelfAlias: an alias inside the node it names does not loop.
+func TestSelfAlias(t *testing.T) {
+	for _, doc := range []string{
+		"x-a: &a [*a]\nupstreams: {api: {url: http://127.0.0.1:8081}}",
+		"x-a: &a {b: *a}\nupstreams: {api: {url: http://127.0.0.1:8081}}",
+	} {
+		_, err := Parse("self.yaml", []byte(doc), "", nil)
+		if err == nil {
+			t.Errorf("Parse(%q) = no error, want a problem", doc)
+		}
+	}
+}
+
+// TestProblemsHaveFields: every problem of a decoded file names a field,
+// except those of the file as a whole.
+func TestProblemsComeWithTheFile(t *testing.T) {
+	_, err := Parse("x.yaml", []byte("mode: [a]\nbogus: 1\n"), "", nil)
+	var ps Problems
+	if !errors.As(err, &ps) || len(ps) != 2 {
+		t.Fatalf("Parse error = %v, want 2 Problems", err)
+	}
+	for _, p := range ps {
+		if p.File != "x.yaml" || p.Line == 0 || p.Field == "" {
+			t.Errorf("problem %+v: want file, line and field", p)
+		}
+	}
+}

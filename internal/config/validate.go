@@ -1,0 +1,380 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// Closed sets of values, as listed in problems.
+var (
+	modes            = []string{ModeEnforce, ModeLogOnly}
+	actions          = []string{ActionBlock, ActionDeny, ActionCount, ActionAllow}
+	forwardHeaders   = []string{HeaderXForwardedFor, HeaderForwarded}
+	storeURLs        = []string{StoreMemory}
+	rateLimitHeaders = []string{RateLimitHeadersAlways, RateLimitHeadersLimited, RateLimitHeadersNever}
+	logLevels        = []string{"debug", "info", "warn", "error"}
+	logDecisions     = []string{LogDecisionsLimited, LogDecisionsAll, LogDecisionsNone}
+)
+
+// Bounds of numeric fields.
+const (
+	MinIPv4Prefix, MaxIPv4Prefix = 8, 32
+	MinIPv6Prefix, MaxIPv6Prefix = 16, 128
+	MinMaxKeys, MaxMaxKeys       = 1 << 10, 1 << 28
+	MaxTrustedHops               = 32
+)
+
+var (
+	upstreamName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	routeName    = upstreamName
+	ruleName     = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+)
+
+// Validate checks f.Config, with its defaults applied (to a copy), and
+// returns every problem, each at its field's line. It does no I/O. Fields
+// that already had a problem when the file was loaded are not checked
+// again, so that one mistake is reported once. CEL conditions and key
+// expressions are not compiled here.
+func (f *File) Validate() Problems {
+	c := f.Config.clone()
+	c.ApplyDefaults()
+	v := &validator{f: f, c: &c}
+	v.top()
+	v.clientIP()
+	v.store()
+	v.upstreams()
+	v.routes()
+	v.rules()
+	v.responses()
+	return v.problems
+}
+
+type validator struct {
+	f        *File
+	c        *Config // with defaults applied
+	problems Problems
+}
+
+func (v *validator) add(path, msg string, allowed ...string) {
+	for p := path; ; p = parentPath(p) {
+		if v.f.bad[p] {
+			return
+		}
+		if p == "" {
+			break
+		}
+	}
+	v.problems = append(v.problems, v.f.Problem(path, msg, allowed...))
+}
+
+// oneOf checks that the value at path is in allowed.
+func (v *validator) oneOf(path, what, value string, allowed []string) {
+	if !slices.Contains(allowed, value) {
+		v.add(path, fmt.Sprintf("unknown %s %q", what, value), allowed...)
+	}
+}
+
+// intRange checks that n, at path, is from lo to hi; a zero n that the
+// file does not set is the default's business.
+func (v *validator) intRange(path string, n, lo, hi int) {
+	if (n != 0 || v.f.Has(path)) && (n < lo || n > hi) {
+		v.add(path, fmt.Sprintf("%d is out of range: must be from %d to %d", n, lo, hi))
+	}
+}
+
+func (v *validator) top() {
+	v.oneOf("mode", "mode", v.c.Mode, modes)
+	if err := checkListen(v.c.Listen); err != nil {
+		v.add("listen", fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:8080 or :8080", v.c.Listen, err))
+	}
+	if l := v.c.Admin.Listen; l != ListenOff {
+		if err := checkListen(l); err != nil {
+			v.add("admin.listen", fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:9090, nor \"off\"", l, err))
+		} else if l == v.c.Listen && !strings.HasSuffix(l, ":0") {
+			v.add("admin.listen", fmt.Sprintf("%q is also the public listen address", l))
+		}
+	}
+	v.oneOf("log.level", "log level", v.c.Log.Level, logLevels)
+	v.oneOf("log.decisions", "log.decisions value", v.c.Log.Decisions, logDecisions)
+}
+
+func (v *validator) clientIP() {
+	ci := v.c.ClientIP
+	for i, p := range ci.TrustedProxies {
+		if _, err := ParseTrustedProxy(p); err != nil {
+			v.add(indexPath("client_ip.trusted_proxies", i), err.Error())
+		}
+	}
+	switch {
+	case ci.TrustedHops < 0 || ci.TrustedHops > MaxTrustedHops:
+		v.add("client_ip.trusted_hops", fmt.Sprintf("%d is out of range: must be from 0 to %d", ci.TrustedHops, MaxTrustedHops))
+	case ci.TrustedHops > 0 && len(ci.TrustedProxies) > 0:
+		v.add("client_ip.trusted_hops", "cannot be used together with trusted_proxies: trust proxies by address or by count, not both")
+	}
+	v.oneOf("client_ip.header", "forwarding header", ci.Header, forwardHeaders)
+	raw := v.f.Config.ClientIP
+	v.intRange("client_ip.ipv4_prefix", raw.IPv4Prefix, MinIPv4Prefix, MaxIPv4Prefix)
+	v.intRange("client_ip.ipv6_prefix", raw.IPv6Prefix, MinIPv6Prefix, MaxIPv6Prefix)
+}
+
+func (v *validator) store() {
+	v.oneOf("store.url", "store", v.c.Store.URL, storeURLs)
+	v.intRange("store.max_keys", v.f.Config.Store.MaxKeys, MinMaxKeys, MaxMaxKeys)
+}
+
+func (v *validator) upstreams() {
+	if len(v.c.Upstreams) == 0 {
+		v.add("upstreams", "at least one upstream is required, such as upstreams: {api: {url: http://127.0.0.1:8081}}")
+		return
+	}
+	for _, name := range sortedKeys(v.c.Upstreams) {
+		path := joinKey("upstreams", name)
+		if !upstreamName.MatchString(name) {
+			v.add(path, fmt.Sprintf("upstream name %q must be lower-case letters, digits, _ and -, starting with a letter or digit", name))
+		}
+		if msg := checkUpstreamURL(v.c.Upstreams[name].URL); msg != "" {
+			v.add(joinKey(path, "url"), msg)
+		}
+	}
+}
+
+func checkUpstreamURL(s string) string {
+	if s == "" {
+		return "url is required, such as http://127.0.0.1:8081"
+	}
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%q is not a URL", s)
+	case u.User != nil:
+		return fmt.Sprintf("%q has credentials in it; floodgate does not send URL credentials", u.Redacted())
+	case !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https"):
+		return fmt.Sprintf("%q must be an absolute http:// or https:// URL", s)
+	case u.Host == "" || u.Hostname() == "":
+		return fmt.Sprintf("%q has no host", s)
+	case u.RawQuery != "" || u.ForceQuery:
+		return fmt.Sprintf("%q may not have a query", s)
+	case u.Fragment != "" || strings.Contains(s, "#"):
+		return fmt.Sprintf("%q may not have a fragment", s)
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Sprintf("%q has an invalid port", s)
+		}
+	}
+	return ""
+}
+
+func (v *validator) routes() {
+	names := map[string]int{}
+	seen := map[string]int{} // pattern+methods → route index
+	catchAll := -1
+	upstreams := sortedKeys(v.c.Upstreams)
+	for i, r := range v.c.Routes {
+		path := indexPath("routes", i)
+		switch j, dup := names[r.Name]; {
+		case r.Name == "":
+			v.add(joinKey(path, "name"), "a route needs a name")
+		case !routeName.MatchString(r.Name):
+			v.add(joinKey(path, "name"), fmt.Sprintf("route name %q must be lower-case letters, digits, _ and -, starting with a letter or digit", r.Name))
+		case dup:
+			v.add(joinKey(path, "name"), fmt.Sprintf("route name %q is already used by routes[%d]", r.Name, j))
+		default:
+			names[r.Name] = i
+		}
+		if r.Group != "" && !routeName.MatchString(r.Group) {
+			v.add(joinKey(path, "group"), fmt.Sprintf("route group %q must be lower-case letters, digits, _ and -, starting with a letter or digit", r.Group))
+		}
+		for j, m := range r.Methods {
+			if !isToken(m) {
+				v.add(indexPath(joinKey(path, "methods"), j), fmt.Sprintf("%q is not a method name", m))
+			} else if slices.Index(r.Methods, m) < j {
+				v.add(indexPath(joinKey(path, "methods"), j), fmt.Sprintf("method %s is listed twice", m))
+			}
+		}
+		switch {
+		case r.Upstream == "":
+			v.add(joinKey(path, "upstream"), "a route needs an upstream", upstreams...)
+		case v.c.Upstreams != nil && !hasKey(v.c.Upstreams, r.Upstream):
+			v.add(joinKey(path, "upstream"), fmt.Sprintf("no upstream named %q", r.Upstream), upstreams...)
+		}
+		if r.Path == "" {
+			v.add(joinKey(path, "path"), "a route needs a path, such as / or /api/{rest...}")
+			continue
+		}
+		p, err := ParseRoutePattern(r.Path)
+		if err != nil {
+			v.add(joinKey(path, "path"), err.Error())
+			continue
+		}
+		if r.Rewrite != "" {
+			if _, err := ParseRewrite(r.Rewrite, p); err != nil {
+				v.add(joinKey(path, "rewrite"), err.Error())
+			}
+		}
+		// Shadowed routes: first match wins.
+		shape := shapeOf(p) + " " + strings.Join(sortedCopy(r.Methods), ",")
+		switch j, dup := seen[shape]; {
+		case catchAll >= 0:
+			v.add(joinKey(path, "path"), fmt.Sprintf("never matches: routes[%d] (path %s, all methods) matches every request first", catchAll, v.c.Routes[catchAll].Path))
+		case dup:
+			v.add(joinKey(path, "path"), fmt.Sprintf("never matches: routes[%d] has the same path and methods and comes first", j))
+		default:
+			seen[shape] = i
+		}
+		if len(r.Methods) == 0 && (len(p.Segments) == 0 || len(p.Segments) == 1 && p.Segments[0].Rest) && catchAll < 0 {
+			catchAll = i
+		}
+	}
+}
+
+// shapeOf returns p with parameter names erased, so that patterns that
+// match the same paths compare equal.
+func shapeOf(p Pattern) string {
+	q := Pattern{Segments: slices.Clone(p.Segments), TrailingSlash: p.TrailingSlash}
+	for i := range q.Segments {
+		if q.Segments[i].Param != "" {
+			q.Segments[i].Param = "_"
+		}
+	}
+	return q.String()
+}
+
+func sortedCopy(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
+
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+func (v *validator) rules() {
+	names := map[string]int{}
+	for i, r := range v.c.Rules {
+		path := indexPath("rules", i)
+		at := func(field string) string { return joinKey(path, field) }
+		switch j, dup := names[r.Name]; {
+		case r.Name == "":
+			v.add(at("name"), "a rule needs a name")
+		case !ruleName.MatchString(r.Name):
+			v.add(at("name"), fmt.Sprintf("rule name %q must be 1 to 64 lower-case letters, digits, ., _ and -, starting with a letter or digit", r.Name))
+		case dup:
+			v.add(at("name"), fmt.Sprintf("rule name %q is already used by rules[%d]", r.Name, j))
+		default:
+			names[r.Name] = i
+		}
+		if strings.TrimSpace(r.When) == "" {
+			v.add(at("when"), `the condition is blank; leave "when" out to match every request`)
+		}
+		v.oneOf(at("action"), "action", r.Action, actions)
+
+		counts := r.Action == ActionBlock || r.Action == ActionCount
+		if r.Action == ActionDeny || r.Action == ActionAllow {
+			for _, field := range []struct {
+				name string
+				set  bool
+			}{
+				{"key", len(r.Key) > 0},
+				{"limits", len(r.Limits) > 0},
+				{"algorithm", r.Algorithm != ""},
+				{"retry_after", r.RetryAfter != ""},
+				{"message", r.Action == ActionAllow && len(r.Message) > 0},
+			} {
+				if field.set {
+					v.add(at(field.name), fmt.Sprintf("has no meaning for action %s, which does not count: remove it, or use action block or count", r.Action))
+				}
+			}
+		}
+		if counts && len(r.Limits) == 0 {
+			v.add(at("limits"), fmt.Sprintf("a %s rule needs at least one limit, such as limits: [100/5m]", r.Action))
+		}
+
+		kinds := map[string]int{}
+		for j, k := range r.Key {
+			kp, err := ParseKey(k)
+			if err != nil {
+				var allowed []string
+				if kind, _, _ := strings.Cut(k, ":"); !slices.Contains(keyNames[:], kind) || kind == "" {
+					allowed = KeyForms()
+				}
+				v.add(indexPath(at("key"), j), err.Error(), allowed...)
+				continue
+			}
+			if prev, dup := kinds[kp.String()]; dup {
+				v.add(indexPath(at("key"), j), fmt.Sprintf("%s is already key[%d]", kp, prev))
+				continue
+			}
+			kinds[kp.String()] = j
+		}
+
+		alg, err := ratelimit.ParseAlgorithm(r.Algorithm)
+		if err != nil {
+			v.add(at("algorithm"), fmt.Sprintf("unknown algorithm %q", r.Algorithm), ratelimit.AlgorithmNames()...)
+		}
+		windows := map[string]int{}
+		for j, s := range r.Limits {
+			lp := indexPath(at("limits"), j)
+			l, err := ParseLimit(s, alg)
+			if err != nil {
+				v.add(lp, err.Error())
+				continue
+			}
+			w := ratelimit.FormatWindow(l.Window)
+			if prev, dup := windows[w]; dup {
+				v.add(lp, fmt.Sprintf("limits[%d] already has the window %s: one limit per window", prev, w))
+				continue
+			}
+			windows[w] = j
+		}
+
+		if r.RetryAfter != "" {
+			if _, err := ParseRetryAfter(r.RetryAfter); err != nil {
+				v.add(at("retry_after"), err.Error())
+			}
+		}
+		for _, lang := range sortedKeys(r.Message) {
+			if lang != "" && !languageTag.MatchString(lang) {
+				v.add(joinKey(at("message"), lang), fmt.Sprintf("%q is not a language tag such as en, es or pt-BR", lang))
+			}
+		}
+	}
+}
+
+func (v *validator) responses() {
+	cors := v.c.Responses.CORS
+	if o := cors.AllowOrigin; o != "" && o != "*" {
+		if msg := checkOrigin(o); msg != "" {
+			v.add("responses.cors.allow_origin", msg)
+		}
+	}
+	for i, h := range cors.ExposeHeaders {
+		if !isToken(h) {
+			v.add(indexPath("responses.cors.expose_headers", i), fmt.Sprintf("%q is not a header name", h))
+		}
+	}
+	v.oneOf("responses.ratelimit_headers", "ratelimit_headers value", v.c.Responses.RateLimitHeaders, rateLimitHeaders)
+}
+
+func checkOrigin(s string) string {
+	bad := fmt.Sprintf(`%q is not "*" nor an origin such as https://example.org (scheme, host and optional port, no path)`, s)
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" ||
+		u.User != nil || u.Path != "" || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#") {
+		return bad
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return bad
+		}
+	}
+	return ""
+}

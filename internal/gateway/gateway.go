@@ -1,0 +1,362 @@
+// Package gateway assembles floodgate's public request path from a
+// configuration: route match, client address, rule evaluation, and either
+// an answer of floodgate's own (package respond) or the upstream's.
+package gateway
+
+import (
+	"log/slog"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/clientip"
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/proxy"
+	"github.com/floodgate/floodgate/internal/respond"
+	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// Options are what a Gateway takes from outside its configuration.
+type Options struct {
+	// Store counts events; it outlives configurations (reloads keep it).
+	Store ratelimit.Store
+	// Metrics receives every measurement; required.
+	Metrics *telemetry.Metrics
+	// Logger writes the decision log; required.
+	Logger *slog.Logger
+	// KeyHasher hashes counter keys for the log; nil draws a random key.
+	KeyHasher *telemetry.KeyHasher
+}
+
+// Gateway is the public listener's http.Handler for one configuration. It
+// is immutable after New and safe for concurrent use.
+type Gateway struct {
+	router   proxy.Router
+	routes   []*telemetry.RouteMetrics // by route index
+	noRoute  *telemetry.RouteMetrics
+	resolver *clientip.Resolver
+	engine   rules.Engine
+	answers  *respond.Writer
+	ruleAns  []*respond.Rule // by rule index
+	rlOnOK   bool            // RateLimit fields on forwarded responses
+	metrics  *telemetry.Metrics
+	pool     sync.Pool
+}
+
+var _ http.Handler = (*Gateway)(nil)
+
+// state is the per-request scratch space, pooled.
+type state struct {
+	req    rules.Request
+	params proxy.Params
+	w      statusWriter
+	buf    []byte
+}
+
+// New builds the Gateway for a loaded configuration: f must have had
+// ApplyDefaults, and New runs Validate and compiles everything, reporting
+// every problem at once. It starts nothing: listeners are the caller's.
+func New(f *config.File, o Options) (*Gateway, config.Problems) {
+	c := &f.Config
+	problems := f.Validate()
+	g := &Gateway{metrics: o.Metrics}
+
+	set, ps := rules.Compile(f)
+	problems = append(problems, ps...)
+
+	// Client address.
+	prefixes, err := clientip.ParsePrefixes(c.ClientIP.TrustedProxies)
+	if err == nil {
+		g.resolver, err = clientip.New(clientip.Options{
+			TrustedProxies: prefixes,
+			TrustedHops:    c.ClientIP.TrustedHops,
+			Header:         c.ClientIP.Header,
+			IPv4Prefix:     c.ClientIP.IPv4Prefix,
+			IPv6Prefix:     c.ClientIP.IPv6Prefix,
+		})
+	}
+	if err != nil && len(problems) == 0 {
+		problems = append(problems, f.Problem("client_ip", err.Error()))
+	}
+
+	// Answers.
+	var cors respond.CORS
+	if c.Responses.CORS.AllowOrigin != "" {
+		cors.AllowOrigins = []string{c.Responses.CORS.AllowOrigin}
+		cors.ExposeHeaders = c.Responses.CORS.ExposeHeaders
+	}
+	g.answers, err = respond.NewWriter(respond.Options{
+		CORS:                cors,
+		OmitRateLimitFields: c.Responses.RateLimitHeaders == "never",
+	})
+	if err != nil {
+		problems = append(problems, f.Problem("responses", err.Error()))
+	}
+	g.rlOnOK = c.Responses.RateLimitHeaders == "always" || c.Responses.RateLimitHeaders == ""
+	if set != nil {
+		for i, r := range set.Rules {
+			spec := respond.RuleSpec{Name: r.Name, RetryAfter: r.RetryAfter}
+			if len(r.Limits) > 0 {
+				spec.Limit = r.Limits[0].String()
+			}
+			for _, l := range r.Limits {
+				name := r.Name
+				if len(r.Limits) > 1 {
+					name += "-" + ratelimit.FormatWindow(l.Window)
+				}
+				spec.Policies = append(spec.Policies, respond.Policy{Name: name, Quota: l.Count, Window: l.Window})
+			}
+			if len(r.Message) > 0 {
+				m, err := respond.CompileMessage(r.Message)
+				if err != nil {
+					problems = append(problems, f.Problem("rules["+strconv.Itoa(i)+"].message", err.Error()))
+				}
+				spec.Message = m
+			}
+			ra, err := respond.NewRule(spec)
+			if err != nil {
+				problems = append(problems, f.Problem("rules["+strconv.Itoa(i)+"]", err.Error()))
+			}
+			g.ruleAns = append(g.ruleAns, ra)
+		}
+	}
+
+	// Upstreams and routes.
+	ups := map[string]*proxy.Upstream{}
+	for name, uc := range c.Upstreams {
+		u, err := url.Parse(uc.URL)
+		if err != nil {
+			continue // Validate reported it
+		}
+		ups[name] = proxy.NewUpstream(name, u, proxy.UpstreamOptions{OnError: g.upstreamError})
+	}
+	for i, rc := range c.Routes {
+		pt, err := config.ParseRoutePattern(rc.Path)
+		if err != nil {
+			continue
+		}
+		var tmpl config.Template
+		if rc.Rewrite != "" {
+			if tmpl, err = config.ParseRewrite(rc.Rewrite, pt); err != nil {
+				continue
+			}
+		}
+		methods := make([]string, len(rc.Methods))
+		for j, m := range rc.Methods {
+			methods[j] = strings.ToUpper(m)
+		}
+		g.router.Routes = append(g.router.Routes, &proxy.Route{
+			Index: i, Name: rc.Name, Group: rc.Group, Pattern: pt, Methods: methods,
+			Rewrite: tmpl, Upstream: ups[rc.Upstream],
+		})
+		g.routes = append(g.routes, o.Metrics.ForRoute(rc.Name))
+	}
+	g.noRoute = o.Metrics.ForRoute("")
+
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	hasher := o.KeyHasher
+	if hasher == nil {
+		hasher = telemetry.NewKeyHasher("")
+	}
+	g.engine = rules.Engine{
+		Set:     set,
+		Store:   o.Metrics.InstrumentStore(o.Store),
+		LogOnly: c.Mode == "log-only",
+		Obs:     telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, hasher),
+	}
+	o.Metrics.SetMode(g.engine.LogOnly)
+	g.pool.New = func() any { return new(state) }
+	return g, nil
+}
+
+// ServeHTTP handles one public request.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.metrics.Inflight().Inc()
+	defer g.metrics.Inflight().Dec()
+	st := g.pool.Get().(*state)
+	defer g.release(st)
+
+	st.w.reset(w)
+	sw := &st.w
+
+	// Rules see, and the upstream gets, one cleaned path: what a rule
+	// matched is what is forwarded, whatever dot segments or doubled
+	// slashes the client sent.
+	p := cleanPath(r.URL.Path)
+	if p != r.URL.Path {
+		r.URL.Path, r.URL.RawPath = p, ""
+	}
+	route := g.router.Match(r.Method, p, &st.params)
+	if route == nil {
+		g.answers.Write(sw, r, respond.Answer{Kind: respond.NotFound})
+		g.noRoute.Request(sw.code)
+		return
+	}
+	rm := g.routes[route.Index]
+
+	peer := clientip.Peer(r.RemoteAddr)
+	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)
+	req := &st.req
+	req.HTTP = r
+	req.Path = p
+	req.Route, req.RouteGroup = route.Name, route.Group
+	req.ClientIP = ip
+	req.ClientPrefix = g.resolver.KeyPrefix(ip)
+
+	v := g.engine.Evaluate(r.Context(), req)
+	if v.Rule != nil {
+		a := respond.Answer{Kind: respond.RateLimited, Rule: g.ruleAns[v.Rule.Index],
+			RetryAfter: v.Decision.RetryAfter, Limit: v.Decision.Limit, Remaining: v.Decision.Remaining}
+		if v.Rule.Action == rules.Deny {
+			a = respond.Answer{Kind: respond.Denied, Rule: g.ruleAns[v.Rule.Index]}
+		}
+		g.answers.Write(sw, r, a)
+		rm.Request(sw.code)
+		return
+	}
+
+	// What a client wrote in forwarding headers is not passed on unless a
+	// trusted proxy in front of floodgate vouches for it.
+	if !g.resolver.Trusts(peer) {
+		delete(r.Header, "X-Forwarded-For")
+		delete(r.Header, "Forwarded")
+	}
+	if len(route.Rewrite.Parts) > 0 {
+		r.URL.Path, r.URL.RawPath = proxy.Expand(route.Rewrite, &st.params), ""
+	}
+	if g.rlOnOK && v.Closest != nil {
+		ra := g.ruleAns[v.Closest.Index]
+		st.buf = respond.AppendRateLimit(st.buf[:0], ra.PolicyName(v.ClosestDecision.Limit),
+			v.ClosestDecision.Remaining, v.ClosestDecision.ResetAfter)
+		h := w.Header()
+		h["Ratelimit-Policy"] = []string{ra.PolicyField()}
+		h["Ratelimit"] = []string{string(st.buf)}
+	}
+	sw.start = time.Now()
+	route.Upstream.Proxy.ServeHTTP(sw, r)
+	if sw.code != 0 && !sw.own {
+		rm.Upstream(sw.headerAt.Sub(sw.start))
+	}
+	rm.Request(sw.statusOr200())
+}
+
+func (g *Gateway) release(st *state) {
+	st.req.Reset()
+	st.w.reset(nil)
+	g.pool.Put(st)
+}
+
+// upstreamError answers a request the upstream could not: 502 when it is
+// unreachable, 504 when it timed out, nothing when the client left.
+func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	if sw, ok := w.(*statusWriter); ok {
+		sw.own = true
+	}
+	switch proxy.Classify(err) {
+	case proxy.Canceled:
+		w.WriteHeader(499) // logged and counted only: the client is gone
+	case proxy.Timeout:
+		g.answers.Write(w, r, respond.Answer{Kind: respond.GatewayTimeout})
+	default:
+		g.answers.Write(w, r, respond.Answer{Kind: respond.BadGateway})
+	}
+}
+
+// cleanPath returns the canonical form of an absolute path: dot segments
+// resolved, repeated slashes collapsed, a trailing slash kept.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	if !needsClean(p) {
+		return p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+// needsClean reports whether p has "//", "/./" or "/../" (or ends in
+// "/." or "/.."), without allocating.
+func needsClean(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] != '/' {
+			continue
+		}
+		rest := p[i+1:]
+		switch {
+		case strings.HasPrefix(rest, "/"),
+			rest == ".", strings.HasPrefix(rest, "./"),
+			rest == "..", strings.HasPrefix(rest, "../"):
+			return true
+		}
+	}
+	return false
+}
+
+// statusWriter records the status an answer was given with.
+type statusWriter struct {
+	http.ResponseWriter
+	code     int
+	own      bool // floodgate answered (upstream failure)
+	start    time.Time
+	headerAt time.Time
+}
+
+func (w *statusWriter) reset(rw http.ResponseWriter) {
+	*w = statusWriter{ResponseWriter: rw}
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
+		w.ResponseWriter.WriteHeader(code) // informational: the final status follows
+		return
+	}
+	if w.code == 0 {
+		w.code = code
+		w.headerAt = time.Now()
+	}
+	if code == 499 {
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) statusOr200() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer
+// (flushing streamed responses, deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush forwards streaming flushes (httputil.ReverseProxy flushes through
+// http.ResponseController, which uses Unwrap; this covers direct callers).
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

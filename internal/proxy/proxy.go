@@ -1,0 +1,171 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
+)
+
+// Route is one compiled route.
+type Route struct {
+	Index   int
+	Name    string
+	Group   string
+	Pattern config.Pattern
+	// Methods, when non-empty, restricts the route to these methods.
+	Methods []string
+	// Rewrite is the upstream path template; no parts forwards the path as is.
+	Rewrite  config.Template
+	Upstream *Upstream
+}
+
+// Router finds the first route that matches a request.
+type Router struct {
+	Routes []*Route
+}
+
+// Match returns the first route matching method and the cleaned path,
+// filling p with its parameters, or nil.
+func (rt *Router) Match(method, path string, p *Params) *Route {
+	for _, r := range rt.Routes {
+		if len(r.Methods) > 0 && !contains(r.Methods, method) {
+			continue
+		}
+		if Match(r.Pattern, path, p) {
+			return r
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrorFunc answers a request the upstream could not: err is the
+// transport's error, classified by Classify.
+type ErrorFunc func(w http.ResponseWriter, r *http.Request, err error)
+
+// Upstream forwards requests to one server.
+type Upstream struct {
+	Name string
+	URL  *url.URL
+	// Proxy does the forwarding; Upstream.Forward is the entry point.
+	Proxy *httputil.ReverseProxy
+}
+
+// UpstreamOptions configures NewUpstream.
+type UpstreamOptions struct {
+	// ConnectTimeout bounds dialing. Default 5s.
+	ConnectTimeout time.Duration
+	// MaxIdleConnsPerHost is the keep-alive pool size. Default 256.
+	MaxIdleConnsPerHost int
+	// OnError answers failed requests (502/504); required.
+	OnError ErrorFunc
+	// ModifyResponse, if set, may edit upstream responses (headers) before
+	// they are copied to the client.
+	ModifyResponse func(*http.Response) error
+}
+
+// NewUpstream returns an Upstream forwarding to u over a pooled transport.
+// Hop-by-hop header fields (RFC 9110 §7.6.1, and those listed in
+// Connection) are removed in both directions by httputil.ReverseProxy;
+// X-Forwarded-For/-Host/-Proto are set from the inbound request, whose
+// X-Forwarded-For the caller has already reduced to what trusted proxies
+// added.
+func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = 5 * time.Second
+	}
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = 256
+	}
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	tr := &http.Transport{
+		Proxy:                 nil, // never an environment proxy: upstreams are addressed directly
+		DialContext:           dialer.DialContext,
+		MaxIdleConns:          o.MaxIdleConnsPerHost * 4,
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ForceAttemptHTTP2:     u.Scheme == "https",
+	}
+	up := &Upstream{Name: name, URL: u}
+	up.Proxy = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = u.Scheme
+			pr.Out.URL.Host = u.Host
+			pr.Out.URL.Path = joinPath(u.Path, pr.In.URL.Path)
+			if pr.In.URL.RawPath != "" {
+				pr.Out.URL.RawPath = joinPath(u.EscapedPath(), pr.In.URL.RawPath)
+			} else {
+				pr.Out.URL.RawPath = ""
+			}
+			pr.Out.Host = ""
+			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+			pr.SetXForwarded()
+		},
+		Transport:      tr,
+		BufferPool:     bufferPool{},
+		ErrorHandler:   o.OnError,
+		ModifyResponse: o.ModifyResponse,
+		ErrorLog:       nil,
+	}
+	return up
+}
+
+func joinPath(base, p string) string {
+	if base == "" || base == "/" {
+		return p
+	}
+	if base[len(base)-1] == '/' {
+		base = base[:len(base)-1]
+	}
+	return base + p
+}
+
+// Class is the kind of a forwarding failure.
+type Class uint8
+
+// Failure classes.
+const (
+	Unreachable Class = iota // connection refused, reset, DNS: 502
+	Timeout                  // the upstream did not answer in time: 504
+	Canceled                 // the client went away: nothing to answer
+)
+
+// Classify tells what kind of failure err is.
+func Classify(err error) Class {
+	switch {
+	case errors.Is(err, context.Canceled):
+		return Canceled
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ETIMEDOUT):
+		return Timeout
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Timeout
+	}
+	return Unreachable
+}
+
+type bufferPool struct{}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }

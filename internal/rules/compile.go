@@ -1,0 +1,227 @@
+// Package rules compiles the rules of a configuration into what the request
+// path runs: CEL conditions type-checked over the request model, key
+// extractors and limits. Nothing is parsed per request.
+//
+// Evaluation semantics (docs/rules.md): rules run in order; a rule whose
+// condition is false is skipped; `allow` stops evaluation and forwards;
+// `deny` answers 403 without counting; `count` and `block` count the
+// request under their key and continue, unless a `block` rule's limit
+// refuses it, which answers 429 and stops. A refused request consumes no
+// quota of the rule that refused it, but has been counted by the rules
+// before it that admitted it. In log-only mode deny and block become
+// would-blocks and evaluation continues.
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// Action is what a rule does with a request it matches.
+type Action uint8
+
+// Actions, in the order of config.Rule.Action's allowed values.
+const (
+	Block Action = iota // count; over the limit → 429
+	Deny                // 403, no counting
+	Count               // count only: over the limit → would-block
+	Allow               // forward, stop evaluating
+)
+
+var actionNames = [...]string{Block: "block", Deny: "deny", Count: "count", Allow: "allow"}
+
+func (a Action) String() string { return actionNames[a] }
+
+// Rule is one compiled rule. Its fields are read-only after Compile.
+type Rule struct {
+	Index  int
+	Name   string
+	Action Action
+	// Limits are enforced together (ratelimit.Store.Take semantics).
+	Limits []ratelimit.Limit
+	// RetryAfter is the fixed Retry-After of the rule's answers; zero means
+	// computed from the limiter.
+	RetryAfter time.Duration
+	// KeyType names the characteristics the rule counts by, for logs and
+	// metrics: "ip", "ip+header:x-api-key", "global".
+	KeyType string
+	// Message is the configured body text, by language.
+	Message config.Message
+
+	when   cel.Program // nil: always
+	prefix string      // counter-key prefix: rule name and key spec
+	parts  []keyPart
+}
+
+// Set is a compiled, ordered rule list. It is immutable and safe for
+// concurrent use.
+type Set struct {
+	Rules []*Rule
+}
+
+type keyPart struct {
+	kind config.KeyKind
+	arg  string      // canonical header name, query name
+	prg  cel.Program // KeyExpr
+}
+
+// NewEnv returns the CEL environment with the request model declared.
+func NewEnv() (*cel.Env, error) {
+	opts := make([]cel.EnvOption, 0, len(variables)+1)
+	for _, v := range variables {
+		opts = append(opts, cel.Variable(v.name, v.typ))
+	}
+	opts = append(opts, cel.CrossTypeNumericComparisons(true))
+	return cel.NewEnv(opts...)
+}
+
+// Compile compiles the rules of a loaded and defaulted configuration. It
+// reports the problems only compiling can find (CEL syntax and types) by
+// field and line; fields that do not parse are left out, since
+// config.File.Validate reports them. Call both, as `floodgate validate` and
+// `floodgate serve` do, and refuse the configuration if either reports.
+func Compile(f *config.File) (*Set, config.Problems) {
+	env, err := NewEnv()
+	if err != nil {
+		return nil, config.Problems{f.Problem("rules", "cannot build the CEL environment: "+err.Error())}
+	}
+	var problems config.Problems
+	set := &Set{}
+	for i, rc := range f.Config.Rules {
+		path := "rules[" + strconv.Itoa(i) + "]"
+		r := &Rule{Index: i, Name: rc.Name, Message: rc.Message}
+		switch rc.Action {
+		case "deny":
+			r.Action = Deny
+		case "count":
+			r.Action = Count
+		case "allow":
+			r.Action = Allow
+		default:
+			r.Action = Block
+		}
+		if w := strings.TrimSpace(rc.When); w != "" && w != "true" {
+			prg, err := compileExpr(env, w, cel.BoolType)
+			if err != nil {
+				problems = append(problems, f.Problem(path+".when", err.Error()))
+			}
+			r.when = prg
+		}
+		alg, _ := ratelimit.ParseAlgorithm(rc.Algorithm)
+		for _, s := range rc.Limits {
+			if l, err := config.ParseLimit(s, alg); err == nil {
+				r.Limits = append(r.Limits, l)
+			}
+		}
+		if rc.RetryAfter != "" {
+			r.RetryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
+		}
+		if r.Action == Block || r.Action == Count {
+			var spec []string
+			for j, k := range rc.Key {
+				kp, err := config.ParseKey(k)
+				if err != nil {
+					continue
+				}
+				part := keyPart{kind: kp.Kind, arg: kp.Arg}
+				if kp.Kind == config.KeyExpr {
+					part.prg, err = compileExpr(env, kp.Arg, nil)
+					if err != nil {
+						problems = append(problems, f.Problem(path+".key["+strconv.Itoa(j)+"]", err.Error()))
+						continue
+					}
+				}
+				r.parts = append(r.parts, part)
+				spec = append(spec, kp.String())
+			}
+			r.KeyType = keyType(r.parts, spec)
+			// The rule's name is in every counter key, so a rule's counters
+			// are its own whatever routes it covers, and two rules never
+			// share one. The full key spec is too, so changing what a rule
+			// counts by starts it afresh after a reload.
+			r.prefix = r.Name + "\x1f" + strings.Join(spec, "\x1e") + "\x1f"
+		}
+		set.Rules = append(set.Rules, r)
+	}
+	return set, problems
+}
+
+// keyType names a key for logs and metrics: its characteristics joined by
+// "+", with an expression written as "expr" (its source may be long).
+func keyType(parts []keyPart, spec []string) string {
+	if len(parts) == 0 {
+		return "global"
+	}
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = spec[i]
+		if p.kind == config.KeyExpr {
+			names[i] = "expr"
+		} else if p.kind == config.KeyHeader {
+			names[i] = "header:" + strings.ToLower(p.arg)
+		}
+	}
+	return strings.Join(names, "+")
+}
+
+// compileExpr parses and type-checks src; want nil accepts string, int,
+// uint and bool results (key expressions).
+func compileExpr(env *cel.Env, src string, want *cel.Type) (cel.Program, error) {
+	ast, iss := env.Compile(src)
+	if iss != nil && iss.Err() != nil {
+		return nil, fmt.Errorf("CEL: %s", oneLine(iss.Err().Error()))
+	}
+	out := ast.OutputType()
+	if want != nil {
+		if !out.IsExactType(want) {
+			return nil, fmt.Errorf("CEL: expression has type %s, want %s", out, want)
+		}
+	} else if !out.IsExactType(cel.StringType) && !out.IsExactType(cel.IntType) &&
+		!out.IsExactType(cel.UintType) && !out.IsExactType(cel.BoolType) {
+		return nil, fmt.Errorf("CEL: key expression has type %s, want string, int, uint or bool", out)
+	}
+	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
+	if err != nil {
+		return nil, fmt.Errorf("CEL: %s", oneLine(err.Error()))
+	}
+	return prg, nil
+}
+
+// oneLine folds cel-go's multi-line error (message, source line, caret)
+// into one line, keeping the message and its column.
+func oneLine(s string) string {
+	var msgs []string
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if m, ok := strings.CutPrefix(line, "ERROR: <input>:"); ok {
+			msgs = append(msgs, "at "+m)
+		}
+	}
+	if len(msgs) == 0 {
+		return strings.Join(strings.Fields(s), " ")
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// keyValue renders a key-expression result.
+func keyValue(v any) string {
+	switch v := v.(type) {
+	case types.String:
+		return string(v)
+	case types.Int:
+		return strconv.FormatInt(int64(v), 10)
+	case types.Uint:
+		return strconv.FormatUint(uint64(v), 10)
+	case types.Bool:
+		return strconv.FormatBool(bool(v))
+	}
+	return fmt.Sprint(v)
+}

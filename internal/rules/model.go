@@ -1,0 +1,163 @@
+package rules
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/interpreter"
+)
+
+// Request is what rules see of one HTTP request: the request model of
+// docs/rules.md. The gateway fills one per request (from a pool) and
+// Reset clears it. The CEL variables resolve lazily from it, so a
+// condition that reads only request.path costs no header or query parsing.
+type Request struct {
+	HTTP *http.Request
+	// Path is the cleaned, decoded request path rules match against.
+	Path string
+	// Route and RouteGroup name the route the request matched.
+	Route, RouteGroup string
+	// ClientIP is the resolved client address (internal/clientip).
+	ClientIP netip.Addr
+	// ClientPrefix is ClientIP grouped by the configured prefix length
+	// (/64 for IPv6 by default): what an "ip" key counts by.
+	ClientPrefix netip.Prefix
+	// Internal reports a request from the internal listener.
+	Internal bool
+	// SessionPresent and SessionValid describe the session cookie.
+	SessionPresent, SessionValid bool
+	// Session is the verified session identifier, or "".
+	Session string
+	// APIClient is the authenticated API client id, or "".
+	APIClient string
+
+	headers map[string]string
+	query   map[string]string
+	keyBuf  []byte
+}
+
+// Reset clears r for reuse.
+func (r *Request) Reset() {
+	buf := r.keyBuf[:0]
+	*r = Request{keyBuf: buf}
+}
+
+// variables is the request model: every CEL variable a condition or key
+// expression may use, with its type. docs/rules.md lists the same.
+var variables = []struct {
+	name string
+	typ  *cel.Type
+	doc  string
+}{
+	{"request.method", cel.StringType, `HTTP method, upper case: "GET"`},
+	{"request.path", cel.StringType, `decoded, cleaned path: "/api/v1/score-sets/urn:mavedb:1/scores"`},
+	{"request.host", cel.StringType, `Host header without port, lower case`},
+	{"request.scheme", cel.StringType, `"http" or "https" (of the connection to floodgate)`},
+	{"request.headers", cel.MapType(cel.StringType, cel.StringType), `header fields by lower-case name; repeated fields joined with ", "`},
+	{"request.query", cel.MapType(cel.StringType, cel.StringType), `query parameters by name; the first value of each`},
+	{"request.user_agent", cel.StringType, `User-Agent header, "" when absent`},
+	{"route.name", cel.StringType, `name of the matched route`},
+	{"route.group", cel.StringType, `group of the matched route, "" when none`},
+	{"client.ip", cel.StringType, `client address (see client_ip), not grouped by prefix`},
+	{"client.internal", cel.BoolType, `true for requests from the internal listener`},
+	{"session.present", cel.BoolType, `a session cookie was sent`},
+	{"session.valid", cel.BoolType, `the session cookie verified`},
+	{"api_client.id", cel.StringType, `authenticated API client id, "" when none`},
+}
+
+// Variables returns the request model's variable names, types and
+// descriptions, for documentation and `floodgate validate`.
+func Variables() [][3]string {
+	out := make([][3]string, len(variables))
+	for i, v := range variables {
+		out[i] = [3]string{v.name, v.typ.String(), v.doc}
+	}
+	return out
+}
+
+// activation resolves CEL variables from a Request without building a map.
+type activation struct{ r *Request }
+
+var _ interpreter.Activation = activation{}
+
+func (a activation) Parent() interpreter.Activation { return nil }
+
+func (a activation) ResolveName(name string) (any, bool) {
+	r := a.r
+	switch name {
+	case "request.method":
+		return types.String(r.HTTP.Method), true
+	case "request.path":
+		return types.String(r.Path), true
+	case "request.host":
+		return types.String(hostOnly(r.HTTP.Host)), true
+	case "request.scheme":
+		if r.HTTP.TLS != nil {
+			return types.String("https"), true
+		}
+		return types.String("http"), true
+	case "request.headers":
+		return types.DefaultTypeAdapter.NativeToValue(r.Headers()), true
+	case "request.query":
+		return types.DefaultTypeAdapter.NativeToValue(r.Query()), true
+	case "request.user_agent":
+		return types.String(r.HTTP.Header.Get("User-Agent")), true
+	case "route.name":
+		return types.String(r.Route), true
+	case "route.group":
+		return types.String(r.RouteGroup), true
+	case "client.ip":
+		if !r.ClientIP.IsValid() {
+			return types.String(""), true
+		}
+		return types.String(r.ClientIP.String()), true
+	case "client.internal":
+		return types.Bool(r.Internal), true
+	case "session.present":
+		return types.Bool(r.SessionPresent), true
+	case "session.valid":
+		return types.Bool(r.SessionValid), true
+	case "api_client.id":
+		return types.String(r.APIClient), true
+	}
+	return nil, false
+}
+
+// Headers returns the request's header fields keyed by lower-case name,
+// built once per request on first use.
+func (r *Request) Headers() map[string]string {
+	if r.headers == nil {
+		h := make(map[string]string, len(r.HTTP.Header))
+		for k, vs := range r.HTTP.Header {
+			h[strings.ToLower(k)] = strings.Join(vs, ", ")
+		}
+		r.headers = h
+	}
+	return r.headers
+}
+
+// Query returns the first value of each query parameter, parsed once per
+// request on first use. Malformed pairs are skipped.
+func (r *Request) Query() map[string]string {
+	if r.query == nil {
+		q := make(map[string]string)
+		for k, vs := range r.HTTP.URL.Query() {
+			if len(vs) > 0 {
+				q[k] = vs[0]
+			}
+		}
+		r.query = q
+	}
+	return r.query
+}
+
+func hostOnly(h string) string {
+	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.Contains(h[i:], "]") {
+		h = h[:i]
+	}
+	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	return strings.ToLower(h)
+}

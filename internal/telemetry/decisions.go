@@ -1,0 +1,154 @@
+package telemetry
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// LogLevel of decisions.
+const (
+	LogLimited = "limited" // blocked, would_block, denied (default)
+	LogAll     = "all"     // every rule match, allowed ones too
+	LogNone    = "none"
+)
+
+// Decisions is the rules.Observer of one rule set: it counts every rule
+// decision in metrics and writes the decision log.
+type Decisions struct {
+	rm     *RuleMetrics
+	log    *slog.Logger
+	which  string
+	hasher *KeyHasher
+}
+
+var _ rules.Observer = (*Decisions)(nil)
+
+// NewDecisions returns the observer for a rule set. which is LogLimited,
+// LogAll or LogNone.
+func NewDecisions(rm *RuleMetrics, log *slog.Logger, which string, h *KeyHasher) *Decisions {
+	if which == "" {
+		which = LogLimited
+	}
+	return &Decisions{rm: rm, log: log, which: which, hasher: h}
+}
+
+// Observe implements rules.Observer.
+func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, key []byte, dec ratelimit.Decision, err error) {
+	if err != nil {
+		kind := 0 // condition
+		if key != nil {
+			kind = 2 // store
+		} else if r.Action == rules.Block || r.Action == rules.Count {
+			kind = 1 // key
+		}
+		d.rm.errors[r.Index][kind].Inc()
+		d.log.LogAttrs(context.Background(), slog.LevelWarn, "rule skipped",
+			slog.String("rule", r.Name), slog.String("error", err.Error()))
+		return
+	}
+	d.rm.decisions[r.Index][o].Inc()
+	switch {
+	case d.which == LogNone, d.which == LogLimited && o == rules.Allowed:
+		return
+	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs,
+		slog.String("rule", r.Name),
+		slog.String("action", r.Action.String()),
+		slog.String("decision", o.String()),
+		slog.String("route", req.Route),
+		slog.String("method", req.HTTP.Method),
+		slog.String("path", req.Path),
+	)
+	if key != nil {
+		attrs = append(attrs,
+			slog.String("key_type", r.KeyType),
+			slog.String("key_hash", d.hasher.Hash(key)),
+			slog.String("limit", r.Limits[dec.Limit].String()),
+			slog.Int64("remaining", dec.Remaining),
+		)
+		if !dec.Allowed {
+			attrs = append(attrs, slog.Float64("retry_after_s", dec.RetryAfter.Seconds()))
+		}
+	}
+	d.log.LogAttrs(context.Background(), slog.LevelInfo, "decision", attrs...)
+}
+
+// A KeyHasher turns counter keys into short keyed hashes for logs, so the
+// same client can be followed through a log without the log revealing its
+// address or session. It is safe for concurrent use.
+type KeyHasher struct{ secret []byte }
+
+// NewKeyHasher returns a hasher keyed by secret; an empty secret draws a
+// random one (hashes then differ between processes).
+func NewKeyHasher(secret string) *KeyHasher {
+	k := []byte(secret)
+	if len(k) == 0 {
+		k = make([]byte, 32)
+		_, _ = rand.Read(k)
+	}
+	return &KeyHasher{secret: k}
+}
+
+// Hash returns the first 16 hex digits of HMAC-SHA256(secret, key).
+func (h *KeyHasher) Hash(key []byte) string {
+	m := hmac.New(sha256.New, h.secret)
+	m.Write(key)
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(m.Sum(sum[:0])[:8])
+}
+
+// NewLogger returns floodgate's JSON logger at the named level.
+func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// InstrumentStore wraps s so that its errors are counted and its latency
+// sampled (one decision in 16) into m.
+func (m *Metrics) InstrumentStore(s ratelimit.Store) ratelimit.Store {
+	return &instrumented{Store: s, m: m}
+}
+
+type instrumented struct {
+	ratelimit.Store
+	m *Metrics
+	n atomic.Uint32
+}
+
+func (s *instrumented) Take(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	if s.n.Add(1)%16 != 0 {
+		d, err := s.Store.Take(ctx, key, n, limits...)
+		if err != nil {
+			s.m.storeErrors.Inc()
+		}
+		return d, err
+	}
+	start := time.Now()
+	d, err := s.Store.Take(ctx, key, n, limits...)
+	s.m.storeLatency.Observe(time.Since(start).Seconds())
+	if err != nil {
+		s.m.storeErrors.Inc()
+	}
+	return d, err
+}

@@ -1,0 +1,182 @@
+// Package telemetry provides floodgate's Prometheus metrics and its JSON
+// decision log. Metric labels are bounded (rule, route, code, decision);
+// no metric is ever labelled with a client key, and no log record holds a
+// client address or session value, only a keyed hash of the counter key.
+package telemetry
+
+import (
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/floodgate/floodgate/internal/rules"
+)
+
+// Metrics holds every collector floodgate exports. Create one per process
+// with NewMetrics; it is safe for concurrent use.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	ruleDecisions *prometheus.CounterVec
+	ruleErrors    *prometheus.CounterVec
+	requests      *prometheus.CounterVec
+	upstream      *prometheus.HistogramVec
+	storeErrors   prometheus.Counter
+	storeLatency  prometheus.Histogram
+	inflight      prometheus.Gauge
+	mode          *prometheus.GaugeVec
+}
+
+// NewMetrics registers floodgate's collectors, plus the Go runtime and
+// process collectors, on a new registry.
+func NewMetrics(version string) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		ruleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floodgate_rule_decisions_total",
+			Help: "Requests a rule matched, by what it decided: allowed, blocked, would_block (shadow or log-only) or denied.",
+		}, []string{"rule", "decision"}),
+		ruleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floodgate_rule_errors_total",
+			Help: "Rule evaluations that failed and were skipped (fail open), by kind: condition, key or store.",
+		}, []string{"rule", "kind"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floodgate_requests_total",
+			Help: "Requests answered, by route and HTTP status code (floodgate's own answers included).",
+		}, []string{"route", "code"}),
+		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "floodgate_upstream_duration_seconds",
+			Help:    "Time from forwarding a request to the upstream's response header, by route.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route"}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floodgate_store_errors_total",
+			Help: "Store operations that failed; the request was decided by the failure policy.",
+		}),
+		storeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "floodgate_store_duration_seconds",
+			Help:    "Duration of store decisions, sampled one in 16.",
+			Buckets: []float64{1e-7, 2.5e-7, 5e-7, 1e-6, 1e-5, 1e-4, 5e-4, .001, .005, .01, .05, .1},
+		}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "floodgate_inflight_requests",
+			Help: "Requests being handled now.",
+		}),
+		mode: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "floodgate_mode",
+			Help: "1 for the global mode in force (enforce or log-only), 0 for the other.",
+		}, []string{"mode"}),
+	}
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "floodgate_build_info",
+		Help: "Always 1; labels give the version and Go version.",
+	}, []string{"version", "go_version"})
+	build.WithLabelValues(version, runtime.Version()).Set(1)
+	reg.MustRegister(m.ruleDecisions, m.ruleErrors, m.requests, m.upstream, m.storeErrors,
+		m.storeLatency, m.inflight, m.mode, build,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// SetMode records the global mode.
+func (m *Metrics) SetMode(logOnly bool) {
+	on, off := "enforce", "log-only"
+	if logOnly {
+		on, off = off, on
+	}
+	m.mode.WithLabelValues(on).Set(1)
+	m.mode.WithLabelValues(off).Set(0)
+}
+
+// Inflight is the in-flight request gauge.
+func (m *Metrics) Inflight() prometheus.Gauge { return m.inflight }
+
+// StoreStats is what a store reports about its key table.
+type StoreStats struct {
+	Keys, MaxKeys       int64
+	Evictions, Expired uint64
+}
+
+// RegisterStore exports a store's key table: tracked keys, the cap,
+// evictions and expirations. stats is called at scrape time.
+func (m *Metrics) RegisterStore(stats func() StoreStats) {
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "floodgate_store_keys",
+			Help: "Keys the in-memory store tracks now.",
+		}, func() float64 { return float64(stats().Keys) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "floodgate_store_max_keys",
+			Help: "The in-memory store's key cap; at it, new keys evict old ones.",
+		}, func() float64 { return float64(stats().MaxKeys) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "floodgate_store_evictions_total",
+			Help: "Live keys evicted because the key table was full.",
+		}, func() float64 { return float64(stats().Evictions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "floodgate_store_expired_total",
+			Help: "Keys dropped because their counters had expired.",
+		}, func() float64 { return float64(stats().Expired) }),
+	)
+}
+
+// RuleMetrics holds the pre-resolved per-rule counters of one rule set, so
+// that counting a decision costs no label lookup.
+type RuleMetrics struct {
+	decisions [][4]prometheus.Counter // by rule index, by rules.Outcome
+	errors    [][3]prometheus.Counter // condition, key, store
+}
+
+// ForRules resolves the per-rule counters of set and initialises them to
+// zero, so every rule's series exists before its first match.
+func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
+	rm := &RuleMetrics{
+		decisions: make([][4]prometheus.Counter, len(set.Rules)),
+		errors:    make([][3]prometheus.Counter, len(set.Rules)),
+	}
+	for i, r := range set.Rules {
+		for o, name := range rules.OutcomeNames() {
+			rm.decisions[i][o] = m.ruleDecisions.WithLabelValues(r.Name, name)
+		}
+		for k, name := range []string{"condition", "key", "store"} {
+			rm.errors[i][k] = m.ruleErrors.WithLabelValues(r.Name, name)
+		}
+	}
+	return rm
+}
+
+// RouteMetrics holds the pre-resolved per-route collectors.
+type RouteMetrics struct {
+	name     string
+	requests *prometheus.CounterVec
+	codes    [600]atomic.Pointer[prometheus.Counter]
+	upstream prometheus.Observer
+}
+
+// ForRoute resolves the collectors of the route named name.
+func (m *Metrics) ForRoute(name string) *RouteMetrics {
+	return &RouteMetrics{name: name, requests: m.requests, upstream: m.upstream.WithLabelValues(name)}
+}
+
+// Request counts one answered request with status code.
+func (rm *RouteMetrics) Request(code int) {
+	if code < 100 || code >= len(rm.codes) {
+		rm.requests.WithLabelValues(rm.name, strconv.Itoa(code)).Inc()
+		return
+	}
+	c := rm.codes[code].Load()
+	if c == nil {
+		counter := rm.requests.WithLabelValues(rm.name, strconv.Itoa(code))
+		c = &counter
+		rm.codes[code].Store(c)
+	}
+	(*c).Inc()
+}
+
+// Upstream records the upstream's time to response header.
+func (rm *RouteMetrics) Upstream(d time.Duration) { rm.upstream.Observe(d.Seconds()) }
