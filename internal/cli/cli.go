@@ -14,11 +14,15 @@ import (
 // Run executes the command line args (without the program name) and
 // returns the process exit code: 0 success, 1 failure, 2 usage error.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return run1(ctx, environ{lookup: os.LookupEnv, stdout: stdout, stderr: stderr}, args)
+}
+
+func run1(ctx context.Context, env environ, args []string) int {
+	stdout, stderr := env.stdout, env.stderr
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
 	}
-	env := environ{lookup: os.LookupEnv, stdout: stdout, stderr: stderr}
 	cmd, rest := args[0], args[1:]
 	var err error
 	switch cmd {

@@ -46,7 +46,7 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	}
 	c.ApplyDefaults()
 
-	logger := telemetry.NewLogger(telemetry.RedactingWriter(env.stderr), c.Log.Level)
+	logger := telemetry.NewLogger(env.stderr, c.Log.Level)
 	metrics := telemetry.NewMetrics(version.String())
 	store := memory.New(memory.Options{MaxKeys: c.Store.MaxKeys})
 	metrics.RegisterStore(func() telemetry.StoreStats {
@@ -120,7 +120,7 @@ func newServer(h http.Handler, logger *slog.Logger) *http.Server {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          telemetry.ServerErrorLog(logger),
 	}
 }
 

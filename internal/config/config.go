@@ -7,13 +7,17 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Config is one floodgate configuration file.
+// Config is floodgate's configuration: a file's settings with its
+// environment applied and variables expanded (see Parse). Field comments
+// give defaults, which ApplyDefaults sets, and allowed values, which
+// File.Validate checks.
 type Config struct {
 	// Mode is "enforce" (default) or "log-only". In log-only mode every
 	// block or deny becomes a would-block: counted and reported, never
 	// answered.
 	Mode string `yaml:"mode" json:"mode,omitempty"`
-	// Listen is the public listener's address. Default "127.0.0.1:8080".
+	// Listen is the public listener's address, host:port (host empty for
+	// every interface). Default "127.0.0.1:8080".
 	Listen string `yaml:"listen" json:"listen,omitempty"`
 	// Admin is the admin listener (metrics, health).
 	Admin Admin `yaml:"admin" json:"admin"`
@@ -21,21 +25,25 @@ type Config struct {
 	ClientIP ClientIP `yaml:"client_ip" json:"client_ip"`
 	// Store selects where counters live.
 	Store Store `yaml:"store" json:"store"`
-	// Upstreams are the servers requests are forwarded to, by name.
+	// Upstreams are the servers requests are forwarded to, by name
+	// (lower-case letters, digits, "_" and "-"). At least one.
 	Upstreams map[string]Upstream `yaml:"upstreams" json:"upstreams"`
-	// Routes map request paths to upstreams, first match wins.
+	// Routes map request paths to upstreams, first match wins. Default,
+	// with exactly one upstream: one route named "default" sending every
+	// path to it.
 	Routes []Route `yaml:"routes" json:"routes"`
 	// Rules are evaluated in order for every request (docs/rules.md).
 	Rules []Rule `yaml:"rules" json:"rules"`
 	// Responses shapes floodgate's own answers.
 	Responses Responses `yaml:"responses" json:"responses"`
-	// Log configures the decision log.
+	// Log configures logging and the decision log.
 	Log Log `yaml:"log" json:"log"`
 }
 
 // Admin is the admin listener.
 type Admin struct {
-	// Listen is the admin address. Default "127.0.0.1:9090"; "off" disables it.
+	// Listen is the admin address, host:port. Default "127.0.0.1:9090";
+	// "off" disables it.
 	Listen string `yaml:"listen" json:"listen,omitempty"`
 }
 
@@ -85,7 +93,7 @@ type Route struct {
 	// lower-case letters, digits, "_" and "-", unique among routes.
 	Name string `yaml:"name" json:"name"`
 	// Group is an optional label shared by several routes, visible to
-	// rule conditions as route_group.
+	// rule conditions as route_group; written like Name.
 	Group string `yaml:"group" json:"group,omitempty"`
 	// Path is a pattern: literal segments, "{name}" for one segment and a
 	// trailing "{name...}" for the rest; "/" alone matches everything

@@ -110,12 +110,13 @@ type loader struct {
 	budget   int        // nodes that aliases may still add
 	bombed   bool       // the budget ran out
 	envNode  *yaml.Node // the "environments" key, if any
+	lines    int        // in the file
 }
 
 func (l *loader) report(n *yaml.Node, path, msg string, allowed ...string) {
 	line := 0
 	if n != nil {
-		line = n.Line
+		line = min(n.Line, l.lines) // an empty node at the very end
 	}
 	l.problems = append(l.problems, Problem{File: l.f.Name, Line: line, Field: path, Msg: msg, Allowed: allowed})
 	l.f.bad[path] = true
@@ -133,6 +134,7 @@ func (l *loader) load(data []byte) {
 		l.report(nil, "", fmt.Sprintf("file is larger than %d MiB", MaxFileSize>>20))
 		return
 	}
+	l.lines = countLines(data)
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil && err != io.EOF {
@@ -150,7 +152,7 @@ func (l *loader) load(data []byte) {
 		root = root.Content[0]
 	}
 	if root.Kind == 0 || isNull(root) {
-		l.report(root, "", "the file is empty")
+		l.report(nil, "", "the file is empty")
 		return
 	}
 	l.budget = maxAliasNodes
@@ -211,9 +213,7 @@ func (l *loader) syntax(err error, data []byte) {
 			}
 		}
 	}
-	if n := countLines(data); line > n {
-		line = n // errors at the end of the stream
-	}
+	line = min(line, l.lines) // errors at the end of the stream
 	if strings.HasPrefix(msg, "did not find expected ',' or") && line > 0 {
 		if text, _, _ := strings.Cut(string(data[lineStart(data, line):]), "\n"); strings.Contains(text, "${") {
 			msg += ` (in [ ] or { }, quote a value that holds "${…}")`

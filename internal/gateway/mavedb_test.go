@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,8 +29,8 @@ func newClock() *clock {
 	c.ns.Store(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixNano())
 	return c
 }
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Add(d time.Duration)     { c.ns.Add(int64(d)) }
+func (c *clock) Now() time.Time      { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Add(d time.Duration) { c.ns.Add(int64(d)) }
 
 // upstream is a real HTTP server that records what reached it.
 type upstream struct {
@@ -73,13 +72,13 @@ func (u *upstream) count(xffContains string) int {
 // harness runs a gateway built from a configuration file in front of a
 // real upstream, with its admin handler and a captured log.
 type harness struct {
-	t        *testing.T
-	gw       *httptest.Server
-	admin    http.Handler
-	up       *upstream
-	clock    *clock
-	logs     *syncBuffer
-	client   *http.Client
+	t      *testing.T
+	gw     *httptest.Server
+	admin  http.Handler
+	up     *upstream
+	clock  *clock
+	logs   *syncBuffer
+	client *http.Client
 }
 
 type syncBuffer struct {
@@ -120,7 +119,7 @@ func newHarness(t *testing.T, file string, env map[string]string, edit func(*con
 	g, problems := gateway.New(f, gateway.Options{
 		Store:   store,
 		Metrics: metrics,
-		Logger:  telemetry.NewLogger(telemetry.RedactingWriter(h.logs), "debug"),
+		Logger:  telemetry.NewLogger(h.logs, "debug"),
 	})
 	if len(problems) > 0 {
 		t.Fatalf("gateway.New: %v", problems)

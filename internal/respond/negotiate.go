@@ -21,13 +21,13 @@ const (
 var formatNames = [numFormats]string{"json", "text", "html"}
 
 // listScanner yields the elements of a comma-separated header list
-// (RFC 9110 §5.6.1) across all of a field's lines, skipping empty
-// elements and never splitting inside a quoted string. It reads at most
-// maxNegotiateBytes.
+// (RFC 9110 §5.6.1) across all of a field's lines, each as its first
+// part (media range or language range) and its q parameter, in one pass
+// over the bytes. Empty elements are skipped, a quoted parameter value
+// may hold ',' or ';', and at most maxNegotiateBytes are read.
 type listScanner struct {
 	vals   []string
 	cur    string
-	quoted bool // cur holds a '"'
 	budget int
 }
 
@@ -35,11 +35,16 @@ func newListScanner(vals []string) listScanner {
 	return listScanner{vals: vals, budget: maxNegotiateBytes}
 }
 
-func (s *listScanner) next() (string, bool) {
+// next returns the next element's range and weight in thousandths (1000
+// without a q parameter). ok is false when the list is done; valid is
+// false when the element's q parameter is malformed: callers ignore it.
+func (s *listScanner) next() (rng string, q int, valid, ok bool) {
 	for {
-		if s.cur == "" {
+		cur := skipSeparators(s.cur)
+		if cur == "" {
 			if len(s.vals) == 0 || s.budget <= 0 {
-				return "", false
+				s.cur = ""
+				return "", 0, false, false
 			}
 			v := s.vals[0]
 			s.vals = s.vals[1:]
@@ -56,80 +61,87 @@ func (s *listScanner) next() (string, bool) {
 				s.budget -= len(v) + 1
 			}
 			s.cur = v
-			s.quoted = strings.IndexByte(v, '"') >= 0
 			continue
 		}
-		var i int
-		if s.quoted {
-			i = indexUnquoted(s.cur, ',')
-		} else {
-			i = strings.IndexByte(s.cur, ',')
-		}
-		var e string
-		if i < 0 {
-			e, s.cur = s.cur, ""
-		} else {
-			e, s.cur = s.cur[:i], s.cur[i+1:]
-		}
-		if e = trimOWS(e); e != "" {
-			return e, true
-		}
-	}
-}
-
-// indexUnquoted returns the index of the first c in s outside a quoted
-// string, or -1.
-func indexUnquoted(s string, c byte) int {
-	i := strings.IndexByte(s, c)
-	q := strings.IndexByte(s, '"')
-	if q < 0 || (i >= 0 && i < q) {
-		return i // the common case: no quoted string before c
-	}
-	quoted := false
-	for i := q; i < len(s); i++ {
-		switch b := s[i]; {
-		case quoted && b == '\\':
+		i := 0
+		for i < len(cur) && cur[i] != ';' && cur[i] != ',' {
 			i++
-		case b == '"':
-			quoted = !quoted
-		case !quoted && b == c:
-			return i
 		}
+		rng, cur = trimOWS(cur[:i]), cur[i:]
+		q, valid = 1000, true
+		for len(cur) > 0 && cur[0] == ';' {
+			cur = skipOWS(cur[1:])
+			i = 0
+			for i < len(cur) && cur[i] != '=' && cur[i] != ';' && cur[i] != ',' {
+				i++
+			}
+			name := trimOWS(cur[:i])
+			cur = cur[i:]
+			isQ := len(name) == 1 && name[0]|0x20 == 'q'
+			if len(cur) == 0 || cur[0] != '=' {
+				if isQ {
+					valid = false
+				}
+				continue
+			}
+			cur = skipOWS(cur[1:])
+			if len(cur) > 0 && cur[0] == '"' {
+				cur = skipQuoted(cur)
+				if isQ {
+					valid = false // a qvalue is never quoted
+				}
+			}
+			i = 0
+			for i < len(cur) && cur[i] != ';' && cur[i] != ',' {
+				i++
+			}
+			if isQ && valid {
+				q, valid = parseQ(trimOWS(cur[:i]))
+			}
+			cur = cur[i:]
+		}
+		s.cur = cur
+		if rng == "" && valid {
+			continue
+		}
+		return rng, q, valid, true
 	}
-	return -1
 }
 
-func trimOWS(s string) string {
-	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
+// skipQuoted returns s after the quoted string it starts with, or "" if
+// the quoted string does not end.
+func skipQuoted(s string) string {
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return s[i+1:]
+		}
 	}
-	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
+	return ""
+}
+
+func skipSeparators(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t' || s[0] == ',') {
+		s = s[1:]
 	}
 	return s
 }
 
-// weight returns the q parameter among params (the text after an
-// element's first ';'), in thousandths; 1000 when there is none. ok is
-// false when a q parameter is malformed: the element is then ignored.
-func weight(params string) (q int, ok bool) {
-	q = 1000
-	for params != "" {
-		var p string
-		if i := indexUnquoted(params, ';'); i >= 0 {
-			p, params = params[:i], params[i+1:]
-		} else {
-			p, params = params, ""
-		}
-		name, value, _ := strings.Cut(trimOWS(p), "=")
-		if !strings.EqualFold(trimOWS(name), "q") {
-			continue
-		}
-		if q, ok = parseQ(trimOWS(value)); !ok {
-			return 0, false
-		}
+func skipOWS(s string) string {
+	for len(s) > 0 && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
 	}
-	return q, true
+	return s
+}
+
+func trimOWS(s string) string {
+	s = skipOWS(s)
+	for len(s) > 0 && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
 }
 
 // parseQ parses an RFC 9110 §12.4.2 qvalue into thousandths:
@@ -164,28 +176,30 @@ func parseQ(s string) (int, bool) {
 	return n, true
 }
 
-// isToken reports whether s is a non-empty RFC 9110 token.
-func isToken(s string) bool {
-	if s == "" {
+// equalFold reports whether s equals lower, a lower-case ASCII string,
+// ignoring the case of ASCII letters only.
+func equalFold(s, lower string) bool {
+	if len(s) != len(lower) {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !tchar[s[i]] {
+		c, l := s[i], lower[i]
+		if c != l && !('a' <= l && l <= 'z' && c == l-('a'-'A')) {
 			return false
 		}
 	}
 	return true
 }
 
-var tchar = func() (t [256]bool) {
-	for c := '0'; c <= 'z'; c++ {
-		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+// cut is strings.Cut for one byte, faster on the short strings here.
+func cut(s string, sep byte) (before, after string, found bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == sep {
+			return s[:i], s[i+1:], true
+		}
 	}
-	for _, c := range "!#$%&'*+-.^_`|~" {
-		t[c] = true
-	}
-	return t
-}()
+	return s, "", false
+}
 
 // Media-range specificity for one format, higher wins (RFC 9110 §12.5.1).
 const (
@@ -215,19 +229,15 @@ func negotiateFormat(accept []string) format {
 	}
 	sc := newListScanner(accept)
 	for {
-		e, ok := sc.next()
+		mr, q, valid, ok := sc.next()
 		if !ok {
 			break
 		}
-		mr, params, _ := strings.Cut(e, ";")
-		q, ok := weight(params)
-		if !ok {
+		if !valid {
 			continue
 		}
-		typ, sub, ok := strings.Cut(trimOWS(mr), "/")
-		if !ok || !isToken(typ) || !isToken(sub) {
-			continue
-		}
+		// Only known names match, so no further syntax check is needed.
+		typ, sub, _ := cut(mr, '/')
 		switch {
 		case typ == "*":
 			if sub == "*" {
@@ -235,23 +245,23 @@ func negotiateFormat(accept []string) format {
 					set(f, specAny, q)
 				}
 			}
-		case strings.EqualFold(typ, "application"):
+		case equalFold(typ, "application"):
 			switch {
 			case sub == "*":
 				set(formatJSON, specType, q)
-			case strings.EqualFold(sub, "problem+json"):
+			case equalFold(sub, "problem+json"):
 				set(formatJSON, specExact, q)
-			case strings.EqualFold(sub, "json"):
+			case equalFold(sub, "json"):
 				set(formatJSON, specAlias, q)
 			}
-		case strings.EqualFold(typ, "text"):
+		case equalFold(typ, "text"):
 			switch {
 			case sub == "*":
 				set(formatText, specType, q)
 				set(formatHTML, specType, q)
-			case strings.EqualFold(sub, "plain"):
+			case equalFold(sub, "plain"):
 				set(formatText, specExact, q)
-			case strings.EqualFold(sub, "html"):
+			case equalFold(sub, "html"):
 				set(formatHTML, specExact, q)
 			}
 		}
@@ -302,28 +312,22 @@ func negotiateLanguage(acceptLanguage []string, offered uint8, def lang) lang {
 	}
 	sc := newListScanner(acceptLanguage)
 	for pos := 0; ; pos++ {
-		e, ok := sc.next()
+		rng, q, valid, ok := sc.next()
 		if !ok {
 			break
 		}
-		rng, params, _ := strings.Cut(e, ";")
-		q, ok := weight(params)
-		if !ok {
+		if !valid {
 			continue
 		}
-		rng = trimOWS(rng)
 		if rng == "*" {
 			for l := range lang(numLangs) {
 				set(l, langSpecAny, q, pos)
 			}
 			continue
 		}
-		primary, rest, sub := strings.Cut(rng, "-")
-		if !isLanguageRange(primary, rest, sub) {
-			continue
-		}
+		primary, rest, sub := cut(rng, '-')
 		for l := range lang(numLangs) {
-			if strings.EqualFold(primary, catalogs[l].tag) {
+			if equalFold(primary, catalogs[l].tag) && isLanguageRange(primary, rest, sub) {
 				if sub {
 					set(l, langSpecTrunc, q, pos)
 				} else {
@@ -380,7 +384,7 @@ func isLanguageRange(primary, rest string, hasRest bool) bool {
 		return true
 	}
 	for {
-		sub, tail, more := strings.Cut(rest, "-")
+		sub, tail, more := cut(rest, '-')
 		if !isAlnum8(sub, false) {
 			return false
 		}

@@ -369,3 +369,21 @@ func (w *Writer) Write(rw http.ResponseWriter, r *http.Request, a Answer) {
 		bufPool.Put(bp)
 	}
 }
+
+// isToken reports whether s is a non-empty RFC 9110 token, such as a
+// header name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}

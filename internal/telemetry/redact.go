@@ -3,7 +3,10 @@ package telemetry
 import (
 	"bytes"
 	"io"
+	"log"
+	"log/slog"
 	"net/netip"
+	"strings"
 )
 
 // RedactingWriter returns a writer that replaces every IP address (with or
@@ -62,4 +65,17 @@ func trimBrackets(s string) string {
 		return s[1 : len(s)-1]
 	}
 	return s
+}
+
+// ServerErrorLog returns a *log.Logger for http.Server.ErrorLog that writes
+// each message to l as a warning, with IP addresses redacted.
+func ServerErrorLog(l *slog.Logger) *log.Logger {
+	return log.New(RedactingWriter(slogWriter{l}), "", 0)
+}
+
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn("http server", "error", strings.TrimSpace(string(p)))
+	return len(p), nil
 }

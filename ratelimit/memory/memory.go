@@ -22,8 +22,8 @@
 //
 // A counter whose State has expired (it is back to empty) counts as absent.
 // Expired counters are dropped lazily: a Take that inserts a new counter
-// first looks at two others, chosen at random, and drops those that have
-// expired. After a flood of short-lived keys ends, a shard whose counters
+// first looks at others from a random place in its shard until it has
+// seen two live ones (or eight in all), and drops the expired ones. After a flood of short-lived keys ends, a shard whose counters
 // have mostly gone is rebuilt smaller, so the memory returns.
 //
 // The store tracks at most Options.MaxKeys counters, split evenly across
@@ -66,7 +66,8 @@ const DefaultMaxKeys = 1 << 20
 
 // Sampling sizes, see the package comment.
 const (
-	sweepSample = 2 // counters looked at for expiry when inserting one
+	sweepLive   = 2 // live counters seen before a sweep stops
+	sweepMost   = 8 // counters a sweep looks at, at most
 	evictSample = 8 // counters looked at when a full shard makes room
 	shrinkMin   = 4096
 )
@@ -331,16 +332,19 @@ func (sh *shard) insert(k uint64, st ratelimit.State, now int64) {
 	sh.peak = max(sh.peak, len(sh.m))
 }
 
-// sweep drops the expired counters among a few chosen at random, and
+// sweep looks at counters from a random place until it has seen a few
+// live ones (or a few more in all), drops the expired ones it saw, and
 // rebuilds the map once most of its counters have gone.
 func (sh *shard) sweep(now int64) {
-	i := 0
+	seen, live := 0, 0
 	for k, st := range sh.m { // map iteration starts at a random place
 		if st.Expiry <= now {
 			delete(sh.m, k)
 			sh.expired++
+		} else {
+			live++
 		}
-		if i++; i == sweepSample {
+		if seen++; live == sweepLive || seen == sweepMost {
 			break
 		}
 	}

@@ -1,0 +1,102 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// run runs the command line with an empty environment plus vars.
+func run(t *testing.T, vars map[string]string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	env := environ{
+		lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
+		stdout: &out, stderr: &errb,
+	}
+	code = run1(context.Background(), env, args)
+	return code, out.String(), errb.String()
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	// An unknown key, a CEL type error and a malformed limit: all three,
+	// with their lines, in one run, and a non-zero exit.
+	code, stdout, stderr := run(t, nil, "validate", "--config", "testdata/invalid.yaml")
+	if code != 1 {
+		t.Errorf("exit code = %d, want 1", code)
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want nothing", stdout)
+	}
+	golden(t, "invalid.golden", stderr)
+	for _, want := range []string{"invalid.yaml:9: rules[0].retry_afer", "invalid.yaml:11: rules[1].when: CEL", "invalid.yaml:12: rules[1].limits[0]"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q", want)
+		}
+	}
+}
+
+func TestValidatePrintsEffectiveRules(t *testing.T) {
+	code, stdout, stderr := run(t, map[string]string{"FLOODGATE_TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.10"},
+		"validate", "--config", "../../examples/mavedb.yaml")
+	if code != 0 {
+		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, stderr)
+	}
+	golden(t, "mavedb.golden", stdout)
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"no command", nil, 2},
+		{"unknown command", []string{"frobnicate"}, 2},
+		{"validate without config", []string{"validate"}, 2},
+		{"unknown flag", []string{"validate", "--nope"}, 2},
+		{"stray argument", []string{"validate", "--config", "x.yaml", "extra"}, 2},
+		{"missing file", []string{"validate", "--config", "testdata/does-not-exist.yaml"}, 1},
+		{"serve without config", []string{"serve"}, 2},
+		{"help", []string{"help"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, _, _ := run(t, nil, tc.args...); code != tc.want {
+				t.Errorf("floodgate %s: exit code %d, want %d", strings.Join(tc.args, " "), code, tc.want)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, _ := run(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(stdout, "floodgate ") {
+		t.Errorf("version: code %d, stdout %q", code, stdout)
+	}
+}
