@@ -1,8 +1,8 @@
 // Package schema holds the JSON Schema (draft 2020-12) of floodgate's
 // configuration file, for editors: with the YAML language server, a first
-// line of
+// line such as (the path relative to the configuration file)
 //
-//	# yaml-language-server: $schema=https://raw.githubusercontent.com/floodgate/floodgate/main/schema/floodgate.schema.json
+//	# yaml-language-server: $schema=../schema/floodgate.schema.json
 //
 // gives completion, descriptions and checks while typing. The schema
 // accepts a "${VAR}" string wherever a value is constrained, since

@@ -282,15 +282,16 @@ func (v *validator) rules() {
 			for _, field := range []struct {
 				name string
 				set  bool
+				why  string
 			}{
-				{"key", len(r.Key) > 0},
-				{"limits", len(r.Limits) > 0},
-				{"algorithm", r.Algorithm != ""},
-				{"retry_after", r.RetryAfter != ""},
-				{"message", r.Action == ActionAllow && len(r.Message) > 0},
+				{"key", len(r.Key) > 0, "counts nothing"},
+				{"limits", len(r.Limits) > 0, "counts nothing"},
+				{"algorithm", r.Algorithm != "", "counts nothing"},
+				{"retry_after", r.RetryAfter != "", "counts nothing"},
+				{"message", r.Action == ActionAllow && len(r.Message) > 0, "never answers"},
 			} {
 				if field.set {
-					v.add(at(field.name), fmt.Sprintf("has no meaning for action %s, which does not count: remove it, or use action block or count", r.Action))
+					v.add(at(field.name), fmt.Sprintf("has no meaning for action %s, which %s: remove it, or use action block or count", r.Action, field.why))
 				}
 			}
 		}

@@ -1,0 +1,128 @@
+package config
+
+import (
+	"regexp"
+	"strconv"
+)
+
+// A File is a loaded configuration file: the effective Config, and the
+// place in the file of every field so that any stage can report a problem
+// where it is.
+//
+// A field path names a field as written in the file, with YAML keys joined
+// by "." and sequence indexes in brackets: "mode", "client_ip.header",
+// "upstreams.api.url", "rules[2].limits[0]", "rules[3].message.es". A key
+// that is not made of letters, digits, "_" and "-" is quoted in brackets:
+// `upstreams["a.b"].url`. The path of a Message given as one string is the
+// message field itself. For fields set by an environment overlay the place
+// is in the overlay.
+type File struct {
+	// Name is the file name as given to Load or Parse; problems carry it.
+	Name string
+	// Env is the environment applied to the base settings, "" for none.
+	Env string
+	// Environments are the names of the environments the file defines,
+	// sorted.
+	Environments []string
+	// Config is the effective configuration: the base settings, the
+	// environment Env applied to them, and variables expanded. Defaults
+	// are not applied; see Config.ApplyDefaults.
+	Config Config
+
+	pos   map[string]Position // field path → place
+	unset map[string]bool     // field paths written with a null value
+	bad   map[string]bool     // field paths that had load problems
+}
+
+// A Position is a place in a file: 1-based line and column.
+type Position struct {
+	Line, Column int
+}
+
+// concatPath appends relative field path rel to path p.
+func concatPath(p, rel string) string {
+	switch {
+	case p == "":
+		return rel
+	case rel == "" || rel[0] == '[':
+		return p + rel
+	}
+	return p + "." + rel
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// joinKey appends mapping key k to field path p.
+func joinKey(p, k string) string {
+	if !plainKey.MatchString(k) {
+		return p + "[" + strconv.Quote(k) + "]"
+	}
+	if p == "" {
+		return k
+	}
+	return p + "." + k
+}
+
+// indexPath appends sequence index i to field path p.
+func indexPath(p string, i int) string { return p + "[" + strconv.Itoa(i) + "]" }
+
+// parentPath returns the path of the field that contains the one at p,
+// "" for a top-level field.
+func parentPath(p string) string {
+	last := 0 // start of the last element
+	inQuote := false
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case inQuote && c == '\\':
+			i++
+		case c == '"':
+			inQuote = !inQuote
+		case inQuote:
+		case c == '.' || c == '[':
+			last = i
+		}
+	}
+	return p[:last]
+}
+
+// Line returns the line of the field at path, or of its nearest enclosing
+// field that the file sets (see File for the path format); 0 if none.
+func (f *File) Line(path string) int { return f.Position(path).Line }
+
+// Position returns the place of the field at path, or of its nearest
+// enclosing field that the file sets; the zero Position if none.
+func (f *File) Position(path string) Position {
+	if f == nil {
+		return Position{}
+	}
+	for {
+		if p, ok := f.pos[path]; ok {
+			return p
+		}
+		if path == "" {
+			return Position{}
+		}
+		path = parentPath(path)
+	}
+}
+
+// Has reports whether the file (or the environment applied to it) sets
+// the field at path to a value, even a zero one: it tells "ipv4_prefix: 0"
+// from no ipv4_prefix, or "ipv4_prefix:" or one that expands to "".
+func (f *File) Has(path string) bool {
+	if f == nil {
+		return false
+	}
+	_, ok := f.pos[path]
+	return ok && path != "" && !f.unset[path]
+}
+
+// Problem returns a problem with the field at path, placed at its line
+// (see Line). Stages after loading use it to report in the same form.
+func (f *File) Problem(path, msg string, allowed ...string) Problem {
+	p := Problem{Line: f.Line(path), Field: path, Msg: msg, Allowed: allowed}
+	if f != nil {
+		p.File = f.Name
+	}
+	return p
+}
