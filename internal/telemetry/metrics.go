@@ -98,7 +98,7 @@ func (m *Metrics) Inflight() prometheus.Gauge { return m.inflight }
 
 // StoreStats is what a store reports about its key table.
 type StoreStats struct {
-	Keys, MaxKeys       int64
+	Keys, MaxKeys      int64
 	Evictions, Expired uint64
 }
 
