@@ -65,7 +65,7 @@ func (c *Config) ApplyDefaults() {
 		setDefault(&r.When, DefaultWhen)
 		setDefault(&r.Action, ActionBlock)
 		if r.Action == ActionBlock || r.Action == ActionCount {
-			if len(r.Key) == 0 {
+			if r.Key == nil { // an explicit [] means one global counter
 				r.Key = []string{DefaultKey}
 			}
 			setDefault(&r.Algorithm, DefaultAlgorithm)

@@ -1,0 +1,294 @@
+package rules_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/ratelimit"
+	"github.com/floodgate/floodgate/ratelimit/memory"
+	"github.com/floodgate/floodgate/ratelimit/storetest"
+)
+
+// compile loads rules from YAML (with one upstream added) and compiles them.
+func compile(t *testing.T, rulesYAML string) *rules.Set {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte("upstreams: {api: {url: 'http://127.0.0.1:1'}}\nrules:\n"+rulesYAML), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	f.Config.ApplyDefaults()
+	if ps := f.Validate(); len(ps) > 0 {
+		t.Fatalf("Validate: %v", ps)
+	}
+	set, ps := rules.Compile(f)
+	if len(ps) > 0 {
+		t.Fatalf("Compile: %v", ps)
+	}
+	return set
+}
+
+// record is an Observer that keeps what it is told.
+type record struct {
+	seen []string // "rule:outcome"
+	keys []string
+	errs []error
+}
+
+func (r *record) Observe(_ *rules.Request, rule *rules.Rule, o rules.Outcome, key []byte, _ ratelimit.Decision, err error) {
+	if err != nil {
+		r.errs = append(r.errs, err)
+		return
+	}
+	r.seen = append(r.seen, rule.Name+":"+o.String())
+	if key != nil {
+		r.keys = append(r.keys, string(key))
+	}
+}
+
+type env struct {
+	t     *testing.T
+	eng   *rules.Engine
+	clock *storetest.Clock
+	obs   *record
+}
+
+func newEnv(t *testing.T, rulesYAML string) *env {
+	c := storetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e := &env{t: t, clock: c, obs: &record{}}
+	e.eng = &rules.Engine{Set: compile(t, rulesYAML), Store: memory.New(memory.Options{Now: c.Now}), Obs: e.obs}
+	return e
+}
+
+// eval evaluates one request from ip with optional header pairs.
+func (e *env) eval(method, target, ip string, hdr ...string) rules.Verdict {
+	e.t.Helper()
+	r := httptest.NewRequest(method, target, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		r.Header.Set(hdr[i], hdr[i+1])
+	}
+	addr := netip.MustParseAddr(ip)
+	bits := 32
+	if addr.Is6() {
+		bits = 64
+	}
+	req := &rules.Request{HTTP: r, Path: r.URL.Path, Route: "api", ClientIP: addr, ClientPrefix: netip.PrefixFrom(addr, bits).Masked()}
+	return e.eng.Evaluate(context.Background(), req)
+}
+
+func name(v rules.Verdict) string {
+	if v.Rule == nil {
+		return "forward"
+	}
+	return v.Rule.Name
+}
+
+func TestEvaluationOrder(t *testing.T) {
+	e := newEnv(t, `
+  - {name: monitors, when: "request.user_agent == 'uptime-robot'", action: allow}
+  - {name: shadow, action: count, limits: [2/1m]}
+  - {name: no-bots, when: "request.user_agent.contains('BadBot')", action: deny}
+  - {name: per-ip, limits: [3/1m]}
+  - {name: after, action: count, limits: [100/1m]}
+`)
+	// allow stops evaluation: nothing after it counts.
+	for range 10 {
+		if v := e.eval("GET", "/", "192.0.2.1", "User-Agent", "uptime-robot"); v.Rule != nil {
+			t.Fatalf("allow-listed monitor answered by %s", name(v))
+		}
+	}
+	if got := strings.Join(e.obs.seen, " "); got != strings.Repeat("monitors:allowed ", 9)+"monitors:allowed" {
+		t.Errorf("monitor requests seen by %q, want only the allow rule", got)
+	}
+	e.obs.seen = nil
+
+	// deny answers without counting: per-ip is untouched afterwards.
+	if v := e.eval("GET", "/", "192.0.2.2", "User-Agent", "BadBot/1"); name(v) != "no-bots" {
+		t.Errorf("BadBot: answered by %s, want no-bots", name(v))
+	}
+	if got := strings.Join(e.obs.seen, " "); got != "shadow:allowed no-bots:denied" {
+		t.Errorf("BadBot seen %q", got)
+	}
+	e.obs.seen = nil
+
+	// block: 3 admitted, the 4th refused; count rules before it keep
+	// counting (and report would_block past 2), rules after it stop seeing
+	// refused requests.
+	for i := range 3 {
+		if v := e.eval("GET", "/", "192.0.2.2"); v.Rule != nil {
+			t.Fatalf("request %d refused by %s", i+1, name(v))
+		}
+	}
+	v := e.eval("GET", "/", "192.0.2.2")
+	if name(v) != "per-ip" || v.Decision.Allowed || v.Decision.RetryAfter <= 0 {
+		t.Errorf("request 4 = %s %+v, want per-ip refusal with RetryAfter", name(v), v.Decision)
+	}
+	want := "shadow:allowed per-ip:allowed after:allowed " + // 1
+		"shadow:would_block per-ip:allowed after:allowed " + // 2 (shadow had BadBot's)
+		"shadow:would_block per-ip:allowed after:allowed " + // 3
+		"shadow:would_block per-ip:blocked" // 4: after never sees it
+	if got := strings.Join(e.obs.seen, " "); got != want {
+		t.Errorf("seen\n %q\nwant\n %q", got, want)
+	}
+}
+
+func TestRefusedRequestsConsumeNoQuota(t *testing.T) {
+	e := newEnv(t, `  - {name: r, limits: [2/1m]}`)
+	e.eval("GET", "/", "192.0.2.1")
+	e.eval("GET", "/", "192.0.2.1")
+	var retry time.Duration
+	for range 50 { // hammering while refused
+		v := e.eval("GET", "/", "192.0.2.1")
+		if v.Rule == nil {
+			t.Fatal("admitted over the limit")
+		}
+		retry = v.Decision.RetryAfter
+	}
+	// Exactly when Retry-After says, one more fits: the 50 refusals did
+	// not push it back.
+	e.clock.Advance(retry)
+	if v := e.eval("GET", "/", "192.0.2.1"); v.Rule != nil {
+		t.Errorf("after Retry-After (%v): refused by %s %+v", retry, name(v), v.Decision)
+	}
+}
+
+func TestMultipleLimitsAllOrNothing(t *testing.T) {
+	e := newEnv(t, `  - {name: frontend, key: [header:X-Client], limits: [3/1s, 5/1h]}`)
+	admitted := 0
+	for range 4 {
+		for range 3 {
+			if v := e.eval("GET", "/", "192.0.2.1", "X-Client", "web"); v.Rule == nil {
+				admitted++
+			}
+		}
+		e.clock.Advance(time.Second)
+	}
+	if admitted != 5 {
+		t.Errorf("admitted %d over 4 seconds, want 5 (the hourly limit)", admitted)
+	}
+	v := e.eval("GET", "/", "192.0.2.1", "X-Client", "web")
+	if v.Rule == nil || v.Decision.Limit != 1 {
+		t.Errorf("refusal names limit %d, want 1 (5/1h)", v.Decision.Limit)
+	}
+	// Another header value is another counter.
+	if v := e.eval("GET", "/", "192.0.2.1", "X-Client", "app"); v.Rule != nil {
+		t.Errorf("other client refused")
+	}
+}
+
+func TestLogOnly(t *testing.T) {
+	e := newEnv(t, `
+  - {name: deny-all, when: "request.path == '/admin'", action: deny}
+  - {name: r, limits: [1/1m]}
+`)
+	e.eng.LogOnly = true
+	for range 3 {
+		if v := e.eval("GET", "/admin", "192.0.2.1"); v.Rule != nil {
+			t.Fatalf("log-only answered with %s", name(v))
+		}
+	}
+	want := "deny-all:would_block r:allowed deny-all:would_block r:would_block deny-all:would_block r:would_block"
+	if got := strings.Join(e.obs.seen, " "); got != want {
+		t.Errorf("seen %q, want %q", got, want)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	e := newEnv(t, `
+  - {name: ip, action: count, limits: [9/1m]}
+  - {name: multi, action: count, key: [method, path, "query:page", "header:X-Api-Key"], limits: [9/1m]}
+  - {name: expr, action: count, key: ["expr:request.path.size() > 3"], limits: [9/1m]}
+  - {name: global, action: count, key: [], limits: [9/1m]}
+`)
+	e.eval("GET", "/abcd?page=2&page=3", "2001:db8:1:2:aaaa::1", "X-Api-Key", "k1")
+	want := []string{
+		"ip\x1fip\x1f2001:db8:1:2::/64",
+		"multi\x1fmethod\x1epath\x1equery:page\x1eheader:X-Api-Key\x1fGET\x00/abcd\x002\x00k1",
+		"expr\x1fexpr:request.path.size() > 3\x1ftrue",
+		"global\x1f\x1f",
+	}
+	if len(e.obs.keys) != len(want) {
+		t.Fatalf("keys %q", e.obs.keys)
+	}
+	for i := range want {
+		if e.obs.keys[i] != want[i] {
+			t.Errorf("key %d = %q, want %q", i, e.obs.keys[i], want[i])
+		}
+	}
+	// Two hosts in one /64 share the ip counter; the rule's name keeps two
+	// rules with the same key apart.
+	e.obs.keys = nil
+	e.eval("GET", "/", "2001:db8:1:2:bbbb::9")
+	if e.obs.keys[0] != want[0] {
+		t.Errorf("second host in the /64: key %q, want %q", e.obs.keys[0], want[0])
+	}
+}
+
+func TestConditionErrorSkipsRule(t *testing.T) {
+	e := newEnv(t, `  - {name: r, when: "request.headers['x-missing'] == 'a'", action: deny}`)
+	if v := e.eval("GET", "/", "192.0.2.1"); v.Rule != nil {
+		t.Errorf("a failing condition answered the request")
+	}
+	if len(e.obs.errs) != 1 {
+		t.Errorf("errors observed: %v, want 1", e.obs.errs)
+	}
+}
+
+func TestRequestModel(t *testing.T) {
+	for _, tc := range []struct{ when string }{
+		{"request.method == 'POST'"},
+		{"request.path == '/v1/images/'"},
+		{"request.host == 'api.example.org'"},
+		{"request.scheme == 'http'"},
+		{"request.headers['x-token'] == 'a, b'"},
+		{"request.query['q'] == 'cat'"},
+		{"request.user_agent == 'curl/8'"},
+		{"route.name == 'api'"},
+		{"client.ip == '192.0.2.1'"},
+		{"!client.internal && !session.present && !session.valid && api_client.id == ''"},
+	} {
+		t.Run(tc.when, func(t *testing.T) {
+			e := newEnv(t, "  - {name: r, action: deny, when: \""+tc.when+"\"}")
+			r := httptest.NewRequest("POST", "http://API.example.org:8080/v1/images/?q=cat&q=dog", nil)
+			r.Header.Add("X-Token", "a")
+			r.Header.Add("X-Token", "b")
+			r.Header.Set("User-Agent", "curl/8")
+			req := &rules.Request{HTTP: r, Path: "/v1/images/", Route: "api", ClientIP: netip.MustParseAddr("192.0.2.1")}
+			if v := e.eng.Evaluate(context.Background(), req); v.Rule == nil {
+				t.Errorf("condition %q is false, want true (errors: %v)", tc.when, e.obs.errs)
+			}
+		})
+	}
+}
+
+func TestCompileProblems(t *testing.T) {
+	f, err := config.Parse("t.yaml", []byte(`
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+rules:
+  - {name: a, when: "request.path"}
+  - {name: b, when: "request.nope == 1"}
+  - {name: c, key: ["expr:request.headers"], limits: [1/1m]}
+  - {name: d, when: "request.path.startsWith("}
+`), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	_, ps := rules.Compile(f)
+	got := ps.Error()
+	for _, want := range []string{
+		"t.yaml:4: rules[0].when: CEL: expression has type string, want bool",
+		"t.yaml:5: rules[1].when: CEL: at 1:8: undeclared reference",
+		"t.yaml:6: rules[2].key[0]: CEL: key expression has type map(string, string)",
+		"t.yaml:7: rules[3].when: CEL: at 1:",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems lack %q:\n%s", want, got)
+		}
+	}
+}
