@@ -16,7 +16,6 @@ import (
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/version"
-	"github.com/floodgate/floodgate/ratelimit/memory"
 )
 
 func runServe(ctx context.Context, env environ, args []string) error {
@@ -48,11 +47,7 @@ func runServe(ctx context.Context, env environ, args []string) error {
 
 	logger := telemetry.NewLogger(env.stderr, c.Log.Level)
 	metrics := telemetry.NewMetrics(version.String())
-	store := memory.New(memory.Options{MaxKeys: c.Store.MaxKeys})
-	metrics.RegisterStore(func() telemetry.StoreStats {
-		s := store.Stats()
-		return telemetry.StoreStats{Keys: int64(s.Keys), MaxKeys: int64(s.MaxKeys), Evictions: s.Evictions, Expired: s.Expired}
-	})
+	store := gateway.NewMemoryStore(c.Store.MaxKeys, nil, metrics)
 	g, problems := gateway.New(f, gateway.Options{Store: store, Metrics: metrics, Logger: logger})
 	if problems = append(loadProblems, problems...); len(problems) > 0 {
 		fmt.Fprintln(env.stderr, dedupe(problems).Error())

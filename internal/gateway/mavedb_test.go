@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +17,6 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/telemetry"
-	"github.com/floodgate/floodgate/ratelimit/memory"
 )
 
 // clock is a settable clock for the store: tests step time, never sleep.
@@ -115,7 +115,7 @@ func newHarness(t *testing.T, file string, env map[string]string, edit func(*con
 	}
 	f.Config.ApplyDefaults()
 	metrics := telemetry.NewMetrics("test")
-	store := memory.New(memory.Options{Now: h.clock.Now, MaxKeys: f.Config.Store.MaxKeys})
+	store := gateway.NewMemoryStore(f.Config.Store.MaxKeys, h.clock.Now, metrics)
 	g, problems := gateway.New(f, gateway.Options{
 		Store:   store,
 		Metrics: metrics,
@@ -385,5 +385,33 @@ func TestSpoofedForwardedForFromUntrustedPeer(t *testing.T) {
 	defer h.up.mu.Unlock()
 	if h.up.lastXFF != "127.0.0.1" {
 		t.Errorf("upstream got X-Forwarded-For %q, want only the peer 127.0.0.1 (client-written entries dropped)", h.up.lastXFF)
+	}
+}
+
+// TestMetricsDocumented: every floodgate_ metric the gateway exports is
+// described in docs/metrics.md.
+func TestMetricsDocumented(t *testing.T) {
+	h := newHarness(t, mavedb, behindLB, nil)
+	h.do("GET", listPath, clientA)
+	doc, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	h.admin.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	seen := map[string]bool{}
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		name, ok := strings.CutPrefix(line, "# TYPE ")
+		if !ok || !strings.HasPrefix(name, "floodgate_") {
+			continue
+		}
+		name, _, _ = strings.Cut(name, " ")
+		seen[name] = true
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("metric %s is not in docs/metrics.md", name)
+		}
+	}
+	if len(seen) < 8 {
+		t.Errorf("only %d floodgate metrics exported: %v", len(seen), seen)
 	}
 }

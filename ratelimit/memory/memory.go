@@ -182,11 +182,25 @@ func (s *Store) Take(_ context.Context, key string, n int64, limits ...ratelimit
 	now := s.now()
 	h := maphash.String(s.seed, key)
 	sh := &s.shards[h>>s.shift]
-	if len(limits) == 1 {
-		l := limits[0]
-		return sh.take(s.counterKey(h, l), l, now, n), nil
+	if len(limits) != 1 {
+		return s.takeAll(sh, h, limits, now, n), nil
 	}
-	return s.takeAll(sh, h, limits, now, n), nil
+	// One limit, the common case, written out here: a Decision does not
+	// fit in registers, so each call it passes through costs copies.
+	l := limits[0]
+	k := s.counterKey(h, l)
+	sh.mu.Lock()
+	st, found := sh.m[k]
+	next, d := l.Take(st, now, n)
+	if next != st {
+		if found {
+			sh.m[k] = next
+		} else {
+			sh.insert(k, next, now)
+		}
+	}
+	sh.mu.Unlock()
+	return d, nil
 }
 
 func check(n int64, limits []ratelimit.Limit) error {
@@ -213,12 +227,12 @@ func (s *Store) now() int64 {
 }
 
 // counterKey returns the map key of the counter for the key hashed to h
-// under l. Count < 2⁵⁶ and Algorithm < 2⁸ (Validate), so for one key
-// distinct limits never share a counter; for distinct keys they do with
-// probability 2⁻⁶⁴, as h does.
+// under l. For one key, limits with the same Window differ in the low 56
+// bits (Count < 2⁵⁶ by Validate) or the high 8 (Algorithm), and limits
+// with different Windows are mixed apart; distinct keys share a counter
+// with probability 2⁻⁶⁴, as their hashes do.
 func (s *Store) counterKey(h uint64, l ratelimit.Limit) uint64 {
-	x := mix(h ^ s.lseed ^ uint64(l.Window))
-	return mix(x ^ (uint64(l.Count) | uint64(l.Algorithm)<<56))
+	return mix(h^s.lseed^uint64(l.Window)) ^ uint64(l.Count) ^ uint64(l.Algorithm)<<56
 }
 
 // mix is a bijective 64-bit mixer (MurmurHash3's finalizer).
@@ -229,22 +243,6 @@ func mix(x uint64) uint64 {
 	x *= 0xc4ceb9fe1a85ec53
 	x ^= x >> 33
 	return x
-}
-
-// take is Take for one limit.
-func (sh *shard) take(k uint64, l ratelimit.Limit, now, n int64) ratelimit.Decision {
-	sh.mu.Lock()
-	st, found := sh.m[k]
-	next, d := l.Take(st, now, n)
-	if next != st {
-		if found {
-			sh.m[k] = next
-		} else {
-			sh.insert(k, next, now)
-		}
-	}
-	sh.mu.Unlock()
-	return d
 }
 
 // takeAll is Take for several limits, all or nothing, under one lock.
@@ -263,7 +261,17 @@ func (s *Store) takeAll(sh *shard, h uint64, limits []ratelimit.Limit, now, n in
 		k := s.counterKey(h, l)
 		st, ok := sh.m[k]
 		st2, di := l.Take(st, now, n)
-		d = ratelimit.Combine(d, i, di)
+		switch { // ratelimit.Combine, without copying d each time
+		case i == 0:
+			d = di
+		case !d.Allowed:
+			if !di.Allowed {
+				d.RetryAfter = max(d.RetryAfter, di.RetryAfter)
+			}
+		case !di.Allowed || di.Remaining < d.Remaining:
+			d = di
+			d.Limit = i
+		}
 		if i < remembered {
 			keys[i], old[i], next[i], found[i] = k, st, st2, ok
 		}
