@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/floodgate/floodgate/internal/clientip"
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/telemetry"
@@ -56,6 +57,11 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 		fmt.Fprintln(env.stderr, problems.Error())
 		fmt.Fprintf(env.stderr, "%s: %d problem%s\n", file, len(problems), plural(len(problems)))
 		return nil, nil, errReported
+	}
+	if o, err := gateway.ClientIPOptions(&f.Config); err == nil {
+		for _, w := range clientip.Warnings(o) {
+			fmt.Fprintf(env.stderr, "%s: warning: client_ip: %s\n", file, w)
+		}
 	}
 	return f, g, nil
 }

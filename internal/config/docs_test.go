@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestReferenceDocumentsEveryField: docs/configuration-fields.md has a
+// TestReferenceDocumentsEveryField: docs/configuration.md has a
 // row for every field of Config, so that the reference cannot fall
 // behind the code.
 func TestReferenceDocumentsEveryField(t *testing.T) {
-	data, err := os.ReadFile("../../docs/configuration-fields.md")
+	data, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestReferenceDocumentsEveryField(t *testing.T) {
 				continue
 			}
 			if !strings.Contains(doc, "| `"+p+"` |") {
-				t.Errorf("docs/configuration-fields.md has no row for `%s`", p)
+				t.Errorf("docs/configuration.md has no row for `%s`", p)
 			}
 		}
 	}
@@ -47,7 +47,7 @@ func TestReferenceDocumentsEveryField(t *testing.T) {
 // TestReferenceExamples: the YAML examples in the reference load without
 // problems, and the complete one (the last) validates.
 func TestReferenceExamples(t *testing.T) {
-	data, err := os.ReadFile("../../docs/configuration-fields.md")
+	data, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

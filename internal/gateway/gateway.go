@@ -71,15 +71,9 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	problems = append(problems, ps...)
 
 	// Client address.
-	prefixes, err := clientip.ParsePrefixes(c.ClientIP.TrustedProxies)
+	ipOpts, err := ClientIPOptions(c)
 	if err == nil {
-		g.resolver, err = clientip.New(clientip.Options{
-			TrustedProxies: prefixes,
-			TrustedHops:    c.ClientIP.TrustedHops,
-			Header:         c.ClientIP.Header,
-			IPv4Prefix:     c.ClientIP.IPv4Prefix,
-			IPv6Prefix:     c.ClientIP.IPv6Prefix,
-		})
+		g.resolver, err = clientip.New(ipOpts)
 	}
 	if err != nil && len(problems) == 0 {
 		problems = append(problems, f.Problem("client_ip", err.Error()))
@@ -175,6 +169,18 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	o.Metrics.SetMode(g.engine.LogOnly)
 	g.pool.New = func() any { return new(state) }
 	return g, nil
+}
+
+// ClientIPOptions turns the client_ip section into clientip.Options.
+func ClientIPOptions(c *config.Config) (clientip.Options, error) {
+	prefixes, err := clientip.ParsePrefixes(c.ClientIP.TrustedProxies)
+	return clientip.Options{
+		TrustedProxies: prefixes,
+		TrustedHops:    c.ClientIP.TrustedHops,
+		Header:         c.ClientIP.Header,
+		IPv4Prefix:     c.ClientIP.IPv4Prefix,
+		IPv6Prefix:     c.ClientIP.IPv6Prefix,
+	}, err
 }
 
 // ServeHTTP handles one public request.

@@ -1,5 +1,6 @@
 // Package memory provides the in-memory ratelimit.Store, floodgate's
-// default: counters in this process's memory, sharded, expiring, bounded.
+// default: counters in this process's memory, sharded, expiring, bounded,
+// exact under concurrency.
 //
 // Counters are local to the process. Several gateway replicas, each with
 // its own memory store, each admit the full limit: N replicas admit N times
@@ -10,40 +11,48 @@
 //
 // The store keeps one counter per key and Limit: a ratelimit.State of 16
 // bytes under a 64-bit hash of the key and the Limit (Count, Window,
-// Algorithm), not the key itself. The key is hashed with hash/maphash and
-// a seed drawn per Store, so clients cannot choose keys that collide. Two
-// distinct counters share a hash with probability 2⁻⁶⁴; with a million
-// counters tracked, the chance that a new one lands on an existing one is
-// about one in 18 trillion (10⁶/2⁶⁴), and the effect would be that the two
-// count together. All counters of one key live in the same shard, so a
-// Take with several limits takes one lock.
+// Algorithm), not the key itself, so a counter takes 24 bytes of a hash
+// table, about 28 to 41 bytes a counter with the table's free slots. The
+// key is hashed with hash/maphash and a seed drawn per Store, so clients
+// cannot choose keys that collide. Two distinct counters share a hash with
+// probability 2⁻⁶⁴; with a million counters tracked, the chance that a
+// new one lands on an existing one is about one in 18 trillion (10⁶/2⁶⁴),
+// and the effect would be that the two count together.
+//
+// The store is split into shards, each a lock and a table; all counters of
+// one key live in the same shard, so a Take with several limits takes one
+// lock, and decides and records atomically.
 //
 // # Expiry and the bound
 //
 // A counter whose State has expired (it is back to empty) counts as absent.
 // Expired counters are dropped lazily: a Take that inserts a new counter
-// first looks at others from a random place in its shard until it has
-// seen two live ones (or eight in all), and drops the expired ones. After a flood of short-lived keys ends, a shard whose counters
-// have mostly gone is rebuilt smaller, so the memory returns.
+// first looks at others from a random slot of its shard on, until it has
+// seen two live ones (or eight in all), and drops the expired ones. Once a
+// shard's table is seven eighths empty it is rebuilt smaller, so the
+// memory a flood took returns as ordinary traffic brings new keys.
 //
 // The store tracks at most Options.MaxKeys counters, split evenly across
-// shards. When a new counter arrives at a full shard, the store looks at
-// eight counters chosen at random: it drops those that have expired, or if
-// none has, evicts the one that expires first, and of those expiring
-// together the one that holds least (fewest events in its windows; for
-// GCRA, the one that admitted least recently). A client that keeps being
-// active keeps a late expiry and a high count, so a flood of new keys,
-// each holding one event, evicts other flood keys first. A new counter is
-// never refused, so the bound never blocks anyone: at worst an evicted
-// counter restarts empty and its key gets its limit afresh. Stats counts
-// the evictions, which are a sign that MaxKeys is too small.
+// shards, in at most 24×8/7 ≈ 27.5 bytes each once full: its tables never
+// grow beyond that, whatever arrives. When a new counter arrives at a full
+// shard, the store looks at eight counters from a random slot on: it drops
+// those that have expired, or if none has, evicts the one that expires
+// first, and of those expiring together the one that holds least (fewest
+// events in its windows; for GCRA, the one that admitted least recently).
+// A client that keeps being active keeps a late expiry and a high count,
+// so a flood of new keys, each holding one event, evicts other flood keys
+// first. A new counter is never refused, so the bound never blocks anyone:
+// at worst an evicted counter restarts empty and its key gets its limit
+// afresh. Stats counts evictions, a sign that MaxKeys is too small or that
+// a flood of keys is under way.
 //
 // # Clock
 //
 // The store reads Options.Now, by default the system clock read through
-// the monotonic clock (immune to wall-clock steps, a few nanoseconds
-// cheaper than time.Now). Any clock gives correct decisions, including one
-// that goes back (see ratelimit.Limit.Take).
+// Go's monotonic clock: the wall-clock time when the store was made plus
+// the monotonic time since, which costs half as much as time.Now and does
+// not follow steps of the wall clock. Any clock gives correct decisions,
+// including one that goes back (see ratelimit.Limit.Take).
 package memory
 
 import (
@@ -69,7 +78,7 @@ const (
 	sweepLive   = 2 // live counters seen before a sweep stops
 	sweepMost   = 8 // counters a sweep looks at, at most
 	evictSample = 8 // counters looked at when a full shard makes room
-	shrinkMin   = 4096
+	minSlots    = 16
 )
 
 // Options configures a Store. The zero value gives the defaults.
@@ -81,7 +90,7 @@ type Options struct {
 	Now func() time.Time
 	// MaxKeys is the most counters (one per key and limit) the store
 	// tracks; see the package comment for what happens beyond it. Default
-	// DefaultMaxKeys (1048576): at about 40 bytes each, 40 MiB at most.
+	// DefaultMaxKeys (1048576), whose tables take 28 MiB when full.
 	MaxKeys int
 	// Shards is the number of independently locked parts of the store,
 	// rounded up to a power of two, at most 65536 and at most MaxKeys.
@@ -129,9 +138,9 @@ type shard struct {
 
 type shardData struct {
 	mu        sync.Mutex
-	m         map[uint64]ratelimit.State
+	t         table
 	max       int // most counters
-	peak      int // most counters since m was made: m's capacity, roughly
+	maxSlots  int // slots that max counters fit in
 	evictions uint64
 	expired   uint64
 }
@@ -162,8 +171,9 @@ func New(opts Options) *Store {
 	}
 	s.epoch = s.start.UnixNano()
 	for i := range s.shards {
-		s.shards[i].m = make(map[uint64]ratelimit.State)
-		s.shards[i].max = maxKeys / n
+		sh := &s.shards[i]
+		sh.max = maxKeys / n
+		sh.maxSlots = capacityFor(sh.max)
 	}
 	return s
 }
@@ -190,11 +200,15 @@ func (s *Store) Take(_ context.Context, key string, n int64, limits ...ratelimit
 	l := limits[0]
 	k := s.counterKey(h, l)
 	sh.mu.Lock()
-	st, found := sh.m[k]
+	var st ratelimit.State
+	i := sh.t.find(k)
+	if i >= 0 {
+		st = sh.t.slots[i].st
+	}
 	next, d := l.Take(st, now, n)
 	if next != st {
-		if found {
-			sh.m[k] = next
+		if i >= 0 {
+			sh.t.slots[i].st = next
 		} else {
 			sh.insert(k, next, now)
 		}
@@ -231,8 +245,13 @@ func (s *Store) now() int64 {
 // bits (Count < 2⁵⁶ by Validate) or the high 8 (Algorithm), and limits
 // with different Windows are mixed apart; distinct keys share a counter
 // with probability 2⁻⁶⁴, as their hashes do.
+// It is never 0, which marks an empty slot.
 func (s *Store) counterKey(h uint64, l ratelimit.Limit) uint64 {
-	return mix(h^s.lseed^uint64(l.Window)) ^ uint64(l.Count) ^ uint64(l.Algorithm)<<56
+	k := mix(h^s.lseed^uint64(l.Window)) ^ uint64(l.Count) ^ uint64(l.Algorithm)<<56
+	if k == 0 {
+		k = 1
+	}
+	return k
 }
 
 // mix is a bijective 64-bit mixer (MurmurHash3's finalizer).
@@ -253,13 +272,12 @@ func (s *Store) takeAll(sh *shard, h uint64, limits []ratelimit.Limit, now, n in
 	var (
 		keys      [remembered]uint64
 		old, next [remembered]ratelimit.State
-		found     [remembered]bool
 		d         ratelimit.Decision
 	)
 	sh.mu.Lock()
 	for i, l := range limits {
 		k := s.counterKey(h, l)
-		st, ok := sh.m[k]
+		st, _ := sh.get(k)
 		st2, di := l.Take(st, now, n)
 		switch { // ratelimit.Combine, without copying d each time
 		case i == 0:
@@ -273,30 +291,29 @@ func (s *Store) takeAll(sh *shard, h uint64, limits []ratelimit.Limit, now, n in
 			d.Limit = i
 		}
 		if i < remembered {
-			keys[i], old[i], next[i], found[i] = k, st, st2, ok
+			keys[i], old[i], next[i] = k, st, st2
 		}
 	}
 	for i, l := range limits {
 		var (
 			k       uint64
 			st, st2 ratelimit.State
-			ok      bool
 		)
 		if i < remembered {
-			k, st, st2, ok = keys[i], old[i], next[i], found[i]
+			k, st, st2 = keys[i], old[i], next[i]
 		} else {
 			if repeats(limits[:i], l) {
 				continue // one counter, already written
 			}
 			k = s.counterKey(h, l)
-			st, ok = sh.m[k]
+			st, _ = sh.get(k)
 			st2, _ = l.Take(st, now, n)
 		}
 		if !d.Allowed {
 			st2, _ = l.Take(st, now, 0) // record nothing, keep a State moved by a clock step
 		}
 		if st2 != st {
-			sh.put(k, st2, ok, now)
+			sh.put(k, st2, now)
 		}
 	}
 	sh.mu.Unlock()
@@ -312,85 +329,96 @@ func repeats(limits []ratelimit.Limit, l ratelimit.Limit) bool {
 	return false
 }
 
-// put stores st as the counter k, which was in the shard when the caller
-// looked if found. The caller holds sh.mu. Making room for one counter may
-// have evicted another of the same Take, or a repeated limit may have
-// inserted k since: k is looked up again unless that cannot matter.
-func (sh *shard) put(k uint64, st ratelimit.State, found bool, now int64) {
-	if found && len(sh.m) < sh.max {
-		sh.m[k] = st
-		return
+// get returns the counter k, which is empty if absent.
+func (sh *shard) get(k uint64) (ratelimit.State, bool) {
+	if i := sh.t.find(k); i >= 0 {
+		return sh.t.slots[i].st, true
 	}
-	if _, ok := sh.m[k]; ok {
-		sh.m[k] = st
+	return ratelimit.State{}, false
+}
+
+// put stores st as the counter k. The caller holds sh.mu. (Making room for
+// one counter of a Take may evict another counter of the same Take, so
+// put looks k up again rather than trusting an earlier lookup.)
+func (sh *shard) put(k uint64, st ratelimit.State, now int64) {
+	if i := sh.t.find(k); i >= 0 {
+		sh.t.slots[i].st = st
 		return
 	}
 	sh.insert(k, st, now)
 }
 
 // insert adds the counter k, which is not in the shard, making room for it
-// if the shard is full. The caller holds sh.mu.
+// if the shard is full, and growing the table if needed. The caller holds
+// sh.mu.
 func (sh *shard) insert(k uint64, st ratelimit.State, now int64) {
-	if len(sh.m) >= sh.max {
+	t := &sh.t
+	if t.n >= sh.max {
 		sh.makeRoom(now)
 	} else {
 		sh.sweep(now)
 	}
-	sh.m[k] = st
-	sh.peak = max(sh.peak, len(sh.m))
+	if !fits(t.n+1, len(t.slots)) {
+		t.resize(min(max(len(t.slots)*3/2, minSlots), sh.maxSlots))
+	}
+	t.insert(k, st)
 }
 
-// sweep looks at counters from a random place until it has seen a few
+// sweep looks at counters from a random slot on until it has seen a few
 // live ones (or a few more in all), drops the expired ones it saw, and
-// rebuilds the map once most of its counters have gone.
+// shrinks the table once seven eighths of its slots are empty.
 func (sh *shard) sweep(now int64) {
-	seen, live := 0, 0
-	for k, st := range sh.m { // map iteration starts at a random place
-		if st.Expiry <= now {
-			delete(sh.m, k)
-			sh.expired++
-		} else {
+	t := &sh.t
+	if t.n == 0 {
+		return
+	}
+	i := rand.IntN(len(t.slots))
+	for seen, live, scanned := 0, 0, 0; live < sweepLive && seen < sweepMost && scanned < len(t.slots); scanned++ {
+		if s := &t.slots[i]; s.key != 0 {
+			seen++
+			if s.st.Expiry <= now {
+				t.removeAt(i) // the next key, if any, moves to i: look at i again
+				sh.expired++
+				continue
+			}
 			live++
 		}
-		if seen++; live == sweepLive || seen == sweepMost {
-			break
+		if i++; i == len(t.slots) {
+			i = 0
 		}
 	}
-	if sh.peak >= shrinkMin && len(sh.m) <= sh.peak/8 {
-		m := make(map[uint64]ratelimit.State, 2*len(sh.m))
-		for k, st := range sh.m {
-			m[k] = st
-		}
-		sh.m, sh.peak = m, len(m)
+	if len(t.slots) > minSlots && 8*t.n < len(t.slots) {
+		t.resize(max(minSlots, 2*capacityFor(t.n)))
 	}
 }
 
 // makeRoom drops at least one counter from a full shard: the expired ones
-// among a few chosen at random, or else the one of them that expires
+// among a few from a random slot on, or else the one of those that expires
 // first and holds least.
 func (sh *shard) makeRoom(now int64) {
-	var (
-		victim   uint64
-		vs       ratelimit.State
-		i        int
-		freed    bool
-		selected bool
-	)
-	for k, st := range sh.m {
-		switch {
-		case st.Expiry <= now:
-			delete(sh.m, k)
-			sh.expired++
-			freed = true
-		case !selected || st.Expiry < vs.Expiry || st.Expiry == vs.Expiry && st.Data < vs.Data:
-			victim, vs, selected = k, st, true
+	t := &sh.t
+	i := rand.IntN(len(t.slots))
+	victim, freed := -1, false
+	var vs ratelimit.State
+	for seen, scanned := 0, 0; seen < evictSample && scanned < len(t.slots); scanned++ {
+		if s := &t.slots[i]; s.key != 0 {
+			seen++
+			switch {
+			case s.st.Expiry <= now:
+				t.removeAt(i) // the next key, if any, moves to i; victim no longer matters
+				sh.expired++
+				freed = true
+				continue
+			case victim < 0 || s.st.Expiry < vs.Expiry || s.st.Expiry == vs.Expiry && s.st.Data < vs.Data:
+				victim, vs = i, s.st
+			}
 		}
-		if i++; i == evictSample {
-			break
+		if i++; i == len(t.slots) {
+			i = 0
 		}
 	}
-	if !freed && selected {
-		delete(sh.m, victim)
+	if !freed && victim >= 0 {
+		t.removeAt(victim)
 		sh.evictions++
 	}
 }
@@ -403,7 +431,7 @@ func (s *Store) Stats() Stats {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		st.Keys += len(sh.m)
+		st.Keys += sh.t.n
 		st.MaxKeys += sh.max
 		st.Evictions += sh.evictions
 		st.Expired += sh.expired
