@@ -46,10 +46,11 @@ const (
 
 // Take applies n events at instant now (Unix nanoseconds) to the counter
 // s under l, and returns the counter's new State and the Decision. It is
-// the algorithm behind Store.Take for one counter, for stores to call (and
-// for the offline replayer, which drives now from log timestamps): pure,
-// allocation-free, and safe for concurrent use on distinct States. The
-// returned Decision's Limit is 0.
+// the algorithm behind Store.Take for one counter, for stores to call, and
+// for the offline replayer, which drives now from log timestamps. It is a
+// pure function of its arguments (so safe for concurrent use) and does not
+// allocate. The returned Decision's Limit is 0; Combine merges the
+// Decisions of several limits.
 //
 // Events are admitted or refused as a whole. Refused events are not
 // recorded, and n == 0 is a peek that is always Allowed: both return s
@@ -80,9 +81,10 @@ const (
 //
 // # What 100/5m admits
 //
-// Take 100 events per 5 minutes, one event per request, starting from an
-// empty counter at 12:04:00 (windows are aligned to the Unix epoch, so one
-// runs 12:00–12:05, the next 12:05–12:10):
+// A limit of 100/5m, one event per request, starting from an empty counter
+// at 12:04:00 (windows are aligned to the Unix epoch, so one runs
+// 12:00–12:05, the next 12:05–12:10; TestTakeWorkedExample checks every
+// line below):
 //
 // SlidingWindow:
 //   - 12:04:00: 100 requests pass; the 101st is refused with RetryAfter
@@ -92,7 +94,7 @@ const (
 //   - 12:07:30: the previous window weighs 100×150/300 = 50, the current
 //     one holds 1, so 49 pass; the next is refused with RetryAfter 3s.
 //   - 12:10:00: the window 12:05–12:10 holds 50 and now counts in full, so
-//     50 pass.
+//     50 pass; the next is refused with RetryAfter 6s.
 //
 // GCRA (one token every 5m/100 = 3s):
 //   - 12:04:00: 100 requests pass; the 101st is refused with RetryAfter 3s.

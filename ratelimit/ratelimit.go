@@ -1,6 +1,7 @@
 // Package ratelimit provides floodgate's rate-limiting core: limits,
-// the algorithms that enforce them, and the Store interface that counts
-// events per key. It imports the standard library only, so that
+// the algorithms that enforce them (Limit.Take, over a 16-byte State per
+// key and limit, in integer nanoseconds), and the Store interface that
+// counts events per key. It imports the standard library only, so that
 // applications can embed it (see package httplimit) without pulling in the
 // gateway's dependencies.
 //

@@ -57,6 +57,16 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var servers []*http.Server
+	// However serve ends (a signal, a listener failing, a start-up error),
+	// every server started is shut down: in-flight requests finish, for
+	// at most 30 seconds.
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer scancel()
+		for _, s := range servers {
+			_ = s.Shutdown(sctx)
+		}
+	}()
 	start := func(name, addr string, h http.Handler) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -96,11 +106,6 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	<-ctx.Done()
 	cause := context.Cause(ctx)
 	logger.Info("shutting down", "reason", cause.Error())
-	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer scancel()
-	for _, s := range servers {
-		_ = s.Shutdown(sctx)
-	}
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}

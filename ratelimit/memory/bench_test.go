@@ -241,6 +241,35 @@ func BenchmarkTakeManyKeys(b *testing.B) {
 	})
 }
 
+// BenchmarkTakeNewKeys is a flood: every Take is from a key never seen
+// before. The memory store is full (MaxKeys 65536), so each new key
+// evicts one; the peer's map grows without bound.
+func BenchmarkTakeNewKeys(b *testing.B) {
+	b.Run("store=memory", func(b *testing.B) {
+		var g keyGen
+		s := memory.New(memory.Options{MaxKeys: 1 << 16})
+		for i := range 1 << 16 {
+			s.Take(ctx, g.key(-1-i), 1, tight)
+		}
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			s.Take(ctx, g.key(i), 1, tight)
+			i++
+		}
+	})
+	b.Run("store=xrate", func(b *testing.B) {
+		var g keyGen
+		r := newRateMap(tightRate)
+		i := 0
+		b.ReportAllocs()
+		for b.Loop() {
+			r.allow(strings.Clone(g.key(i))) // the map keeps it
+			i++
+		}
+	})
+}
+
 // keyGen makes distinct keys in one reused buffer, so that making them
 // allocates nothing: the store does not retain keys.
 type keyGen struct{ buf []byte }

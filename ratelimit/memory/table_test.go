@@ -56,25 +56,25 @@ func TestTableAgainstMap(t *testing.T) {
 			if (i >= 0) != ok || ok && tb.slots[i].st != got {
 				t.Fatalf("run %d op %d: find(%#x) = %d, map has %v, %+v", run, op, k, i, ok, got)
 			}
-			switch r := rng.IntN(10); {
-			case r < 5 && !ok:
+			switch r := rng.IntN(100); {
+			case r < 50 && !ok:
 				if !fits(tb.n+1, len(tb.slots)) {
 					tb.resize(max(len(tb.slots)*3/2, minSlots))
 				}
 				st := ratelimit.State{Expiry: rng.Int64(), Data: rng.Uint64()}
 				tb.insert(k, st)
 				want[k] = st
-			case r < 7 && ok:
+			case r < 70 && ok:
 				st := ratelimit.State{Expiry: rng.Int64()}
 				tb.slots[i].st = st
 				want[k] = st
-			case r < 9 && ok:
+			case r < 98 && ok:
 				tb.removeAt(i)
 				delete(want, k)
-			case r == 9 && len(tb.slots) > 0:
+			case r >= 98 && len(tb.slots) > 0:
 				tb.resize(max(capacityFor(tb.n), len(tb.slots)+rng.IntN(7)-3, 1))
 			}
-			if op%97 == 0 {
+			if op%401 == 0 {
 				tb.check(t)
 			}
 		}
