@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,16 +68,22 @@ func runServe(ctx context.Context, env environ, args []string) error {
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	start := func(name, addr string, h http.Handler) error {
+	start := func(name, addr string, h http.Handler, tlsConf *tls.Config) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
 		srv := newServer(h, logger)
+		srv.TLSConfig = tlsConf
 		servers = append(servers, srv)
-		logger.Info("listening", "listener", name, "address", ln.Addr().String())
+		logger.Info("listening", "listener", name, "address", ln.Addr().String(), "tls", tlsConf != nil)
 		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serve := srv.Serve
+			if tlsConf != nil {
+				// Certificates are in TLSConfig; ServeTLS adds HTTP/2 by ALPN.
+				serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+			}
+			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				cancel(fmt.Errorf("%s listener: %w", name, err))
 			}
 		}()
@@ -88,17 +95,25 @@ func runServe(ctx context.Context, env environ, args []string) error {
 			if err != nil || !isLoopback(pu.Hostname()) {
 				return fmt.Errorf("--sample-upstream: upstream %s (%s) is not a loopback http address", name, u.URL)
 			}
-			if err := start("sample upstream "+name, pu.Host, sample.Handler(name)); err != nil {
+			if err := start("sample upstream "+name, pu.Host, sample.Handler(name), nil); err != nil {
 				return err
 			}
 		}
 	}
 	if c.Admin.Listen != "off" {
-		if err := start("admin", c.Admin.Listen, admin.Handler(admin.Options{Gatherer: metrics.Registry})); err != nil {
+		if err := start("admin", c.Admin.Listen, admin.Handler(admin.Options{Gatherer: metrics.Registry}), nil); err != nil {
 			return err
 		}
 	}
-	if err := start("public", c.Listen, g); err != nil {
+	var tlsConf *tls.Config
+	if c.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if err := start("public", c.Listen, g, tlsConf); err != nil {
 		return err
 	}
 	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env, "mode", c.Mode)

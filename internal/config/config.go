@@ -19,6 +19,9 @@ type Config struct {
 	// Listen is the public listener's address, host:port (host empty for
 	// every interface). Default "127.0.0.1:8080".
 	Listen string `yaml:"listen" json:"listen,omitempty"`
+	// TLS, when set, terminates TLS on the public listener (HTTP/1.1 and
+	// HTTP/2 by ALPN).
+	TLS TLS `yaml:"tls" json:"tls"`
 	// Admin is the admin listener (metrics, health).
 	Admin Admin `yaml:"admin" json:"admin"`
 	// ClientIP says how the client address is found.
@@ -38,6 +41,14 @@ type Config struct {
 	Responses Responses `yaml:"responses" json:"responses"`
 	// Log configures logging and the decision log.
 	Log Log `yaml:"log" json:"log"`
+}
+
+// TLS is the public listener's certificate. Both files or neither.
+type TLS struct {
+	// CertFile is a PEM certificate chain, leaf first.
+	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
+	// KeyFile is the PEM private key of the leaf certificate.
+	KeyFile string `yaml:"key_file" json:"key_file,omitempty"`
 }
 
 // Admin is the admin listener.

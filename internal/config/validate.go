@@ -100,6 +100,9 @@ func (v *validator) top() {
 			v.add("admin.listen", fmt.Sprintf("%q is also the public listen address", l))
 		}
 	}
+	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
+		v.add("tls", "set both cert_file and key_file, or neither")
+	}
 	v.oneOf("log.level", "log level", v.c.Log.Level, logLevels)
 	v.oneOf("log.decisions", "log.decisions value", v.c.Log.Decisions, logDecisions)
 }

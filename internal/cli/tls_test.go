@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// selfSigned writes a certificate for 127.0.0.1 and its key into dir.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "floodgate test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600)
+	cert, _ := x509.ParseCertificate(der)
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func TestServeTLSAndHTTP2(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, pool := selfSigned(t, dir)
+	pub, adm, up := freeAddr(t), freeAddr(t), freeAddr(t)
+	conf := filepath.Join(dir, "tls.yaml")
+	os.WriteFile(conf, []byte(`
+listen: `+pub+`
+admin: {listen: "`+adm+`"}
+tls: {cert_file: "`+certFile+`", key_file: "`+keyFile+`"}
+upstreams: {api: {url: "http://`+up+`"}}
+rules:
+  - {name: per-ip, limits: [100/1m]}
+`), 0o600)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run1(ctx, environ{lookup: func(string) (string, bool) { return "", false }, stdout: io.Discard, stderr: &stderr},
+			[]string{"serve", "--config", conf, "--sample-upstream"})
+	}()
+	waitFor(t, "http://"+adm+"/healthz")
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	resp, err := client.Get("https://" + pub + "/v1/x")
+	if err != nil {
+		t.Fatalf("GET over TLS: %v\n%s", err, stderr.String())
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Proto != "HTTP/2.0" {
+		t.Errorf("got %d over %s, want 200 over HTTP/2.0", resp.StatusCode, resp.Proto)
+	}
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d: %s", code, stderr.String())
+	}
+}
+
+func TestServeTLSBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "tls.yaml")
+	os.WriteFile(conf, []byte(`
+listen: `+freeAddr(t)+`
+admin: {listen: "off"}
+tls: {cert_file: "`+dir+`/missing.pem", key_file: "`+dir+`/missing-key.pem"}
+upstreams: {api: {url: "http://127.0.0.1:1"}}
+`), 0o600)
+	code, _, stderr := run(t, nil, "serve", "--config", conf)
+	if code != 1 || stderr == "" {
+		t.Errorf("code %d stderr %q: want a clear failure", code, stderr)
+	}
+}
