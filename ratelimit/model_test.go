@@ -73,6 +73,14 @@ func newModel(l Limit) model {
 	return &windowModel{c: c, w: w, sliding: l.Algorithm == SlidingWindow, counts: map[int64]int64{}}
 }
 
+// runs returns n, or a tenth of it in -short mode.
+func runs(n int) int {
+	if testing.Short() {
+		return n / 10
+	}
+	return n
+}
+
 // TestTakeAgainstModel drives Take and a model with the same random
 // events, and checks on every step that they agree, that a refusal's
 // RetryAfter is exact (the same Take passes after exactly that wait, not
@@ -80,7 +88,7 @@ func newModel(l Limit) model {
 // interval.
 func TestTakeAgainstModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for run := range 3000 {
+	for run := range runs(3000) {
 		l := Limit{
 			Count:     1 + rng.Int64N(12),
 			Window:    time.Duration(1 + rng.Int64N(400)),
@@ -190,7 +198,7 @@ func checkBounds(t *testing.T, name string, l Limit, admitted []int64) {
 // moves forward as much as the readings do, and never back.
 func TestTakeClockBack(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	for run := range 2000 {
+	for run := range runs(2000) {
 		l := Limit{
 			Count:     1 + rng.Int64N(12),
 			Window:    time.Duration(1 + rng.Int64N(400)),

@@ -137,7 +137,12 @@ func (l Limit) String() string {
 // "10/1s". WINDOW is a Go duration ("90s", "1h30m") or a whole number of
 // days ("1d", "7d"); a bare unit means one of it ("100/m"). The algorithm
 // is SlidingWindow; set it on the result.
-func ParseLimit(s string) (Limit, error) {
+func ParseLimit(s string) (Limit, error) { return ParseLimitAs(s, SlidingWindow) }
+
+// ParseLimitAs parses "N/WINDOW" like ParseLimit, as a limit of algorithm
+// a, and validates it as such (a GCRA limit may count more than
+// MaxWindowCount).
+func ParseLimitAs(s string, a Algorithm) (Limit, error) {
 	count, window, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok {
 		return Limit{}, fmt.Errorf("limit %q is not N/WINDOW (for example 100/5m)", s)
@@ -150,7 +155,7 @@ func ParseLimit(s string) (Limit, error) {
 	if err != nil {
 		return Limit{}, fmt.Errorf("limit %q: %w", s, err)
 	}
-	l := Limit{Count: n, Window: w}
+	l := Limit{Count: n, Window: w, Algorithm: a}
 	if err := l.Validate(); err != nil {
 		return Limit{}, fmt.Errorf("limit %q: %w", s, err)
 	}

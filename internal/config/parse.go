@@ -351,32 +351,11 @@ func ParseTrustedProxy(s string) (netip.Prefix, error) {
 	return netip.PrefixFrom(a, a.BitLen()), nil
 }
 
-// ParseLimit parses one of a rule's limits, "N/WINDOW" (as
-// ratelimit.ParseLimit reads it: "1500/5m", "5000/1d", "100/m"), for
-// algorithm alg, and checks that alg can enforce it
-// (ratelimit.Limit.Validate): only gcra limits may count past
-// ratelimit.MaxWindowCount.
-//
-// It does not call ratelimit.ParseLimit, which validates the limit as a
-// sliding_window one and so refuses such gcra limits.
+// ParseLimit parses one of a rule's limits, "N/WINDOW" ("1500/5m",
+// "5000/1d", "100/m"), for algorithm alg, and checks that alg can enforce
+// it: see ratelimit.ParseLimitAs.
 func ParseLimit(s string, alg ratelimit.Algorithm) (ratelimit.Limit, error) {
-	count, window, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok {
-		return ratelimit.Limit{}, fmt.Errorf("limit %q is not N/WINDOW (for example 100/5m)", s)
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
-	if err != nil || n <= 0 {
-		return ratelimit.Limit{}, fmt.Errorf("limit %q: count %q is not a positive integer", s, count)
-	}
-	w, err := ratelimit.ParseWindow(window)
-	if err != nil {
-		return ratelimit.Limit{}, fmt.Errorf("limit %q: %w", s, err)
-	}
-	l := ratelimit.Limit{Count: n, Window: w, Algorithm: alg}
-	if err := l.Validate(); err != nil {
-		return ratelimit.Limit{}, fmt.Errorf("limit %q: %w", s, err)
-	}
-	return l, nil
+	return ratelimit.ParseLimitAs(s, alg)
 }
 
 // languageTag matches the language tags of messages: a primary language

@@ -9,7 +9,8 @@ import (
 
 // NewMemoryStore returns the in-memory store for a configuration's
 // store.max_keys, with its key table exported in m. now is nil in
-// production (the wall clock) and a test's clock in tests.
+// production (the store's own clock: wall time at start plus Go's
+// monotonic clock) and a test's clock in tests.
 func NewMemoryStore(maxKeys int, now func() time.Time, m *telemetry.Metrics) *memory.Store {
 	s := memory.New(memory.Options{MaxKeys: maxKeys, Now: now})
 	m.RegisterStore(func() telemetry.StoreStats {

@@ -27,15 +27,15 @@
 //
 // A counter whose State has expired (it is back to empty) counts as absent.
 // Expired counters are dropped lazily: a Take that inserts a new counter
-// first looks at others from a random slot of its shard on, until it has
-// seen two live ones (or eight in all), and drops the expired ones. Once a
+// first looks at others in random slots of its shard until it has seen two
+// live ones (or eight in all), and drops the expired ones. Once a
 // shard's table is seven eighths empty it is rebuilt smaller, so the
 // memory a flood took returns as ordinary traffic brings new keys.
 //
 // The store tracks at most Options.MaxKeys counters, split evenly across
 // shards, in at most 24×8/7 ≈ 27.5 bytes each once full: its tables never
 // grow beyond that, whatever arrives. When a new counter arrives at a full
-// shard, the store looks at eight counters from a random slot on: it drops
+// shard, the store looks at eight counters in random slots: it drops
 // those that have expired, or if none has, evicts the one that expires
 // first, and of those expiring together the one that holds least (fewest
 // events in its windows; for GCRA, the one that admitted least recently).
@@ -62,6 +62,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -240,12 +241,12 @@ func (s *Store) now() int64 {
 	return s.epoch + int64(time.Since(s.start))
 }
 
-// counterKey returns the map key of the counter for the key hashed to h
-// under l. For one key, limits with the same Window differ in the low 56
-// bits (Count < 2⁵⁶ by Validate) or the high 8 (Algorithm), and limits
-// with different Windows are mixed apart; distinct keys share a counter
-// with probability 2⁻⁶⁴, as their hashes do.
-// It is never 0, which marks an empty slot.
+// counterKey returns the table key of the counter for the key hashed to h
+// under l: never 0, which marks an empty slot. For one key, limits with
+// the same Window differ in the low 56 bits (Count < 2⁵⁶ by Validate) or
+// the high 8 (Algorithm), and limits with different Windows are mixed
+// apart; distinct keys share a counter with probability 2⁻⁶⁴, as their
+// hashes do.
 func (s *Store) counterKey(h uint64, l ratelimit.Limit) uint64 {
 	k := mix(h^s.lseed^uint64(l.Window)) ^ uint64(l.Count) ^ uint64(l.Algorithm)<<56
 	if k == 0 {
@@ -364,28 +365,28 @@ func (sh *shard) insert(k uint64, st ratelimit.State, now int64) {
 	t.insert(k, st)
 }
 
-// sweep looks at counters from a random slot on until it has seen a few
-// live ones (or a few more in all), drops the expired ones it saw, and
-// shrinks the table once seven eighths of its slots are empty.
+// sweep looks at counters in random slots until it has seen a few live
+// ones (or a few more in all), drops the expired ones it saw, and shrinks
+// the table once seven eighths of its slots are empty.
 func (sh *shard) sweep(now int64) {
 	t := &sh.t
 	if t.n == 0 {
 		return
 	}
-	i := rand.IntN(len(t.slots))
-	for seen, live, scanned := 0, 0, 0; live < sweepLive && seen < sweepMost && scanned < len(t.slots); scanned++ {
-		if s := &t.slots[i]; s.key != 0 {
-			seen++
-			if s.st.Expiry <= now {
-				t.removeAt(i) // the next key, if any, moves to i: look at i again
-				sh.expired++
-				continue
-			}
+	var expired [sweepMost]uint64
+	n := 0
+	for seen, live := 0, 0; live < sweepLive && seen < sweepMost; seen++ {
+		s := &t.slots[t.randomSlot()]
+		if s.st.Expiry > now {
 			live++
+		} else if !slices.Contains(expired[:n], s.key) {
+			expired[n] = s.key
+			n++
 		}
-		if i++; i == len(t.slots) {
-			i = 0
-		}
+	}
+	for _, k := range expired[:n] {
+		t.removeAt(t.find(k))
+		sh.expired++
 	}
 	if len(t.slots) > minSlots && 8*t.n < len(t.slots) {
 		t.resize(max(minSlots, 2*capacityFor(t.n)))
@@ -393,33 +394,35 @@ func (sh *shard) sweep(now int64) {
 }
 
 // makeRoom drops at least one counter from a full shard: the expired ones
-// among a few from a random slot on, or else the one of those that expires
+// among a few in random slots, or else the one of those that expires
 // first and holds least.
 func (sh *shard) makeRoom(now int64) {
 	t := &sh.t
-	i := rand.IntN(len(t.slots))
-	victim, freed := -1, false
-	var vs ratelimit.State
-	for seen, scanned := 0, 0; seen < evictSample && scanned < len(t.slots); scanned++ {
-		if s := &t.slots[i]; s.key != 0 {
-			seen++
-			switch {
-			case s.st.Expiry <= now:
-				t.removeAt(i) // the next key, if any, moves to i; victim no longer matters
-				sh.expired++
-				freed = true
-				continue
-			case victim < 0 || s.st.Expiry < vs.Expiry || s.st.Expiry == vs.Expiry && s.st.Data < vs.Data:
-				victim, vs = i, s.st
+	var (
+		expired [evictSample]uint64
+		n       int
+		victim  slot
+	)
+	for range evictSample {
+		s := t.slots[t.randomSlot()]
+		switch {
+		case s.st.Expiry <= now:
+			if !slices.Contains(expired[:n], s.key) {
+				expired[n] = s.key
+				n++
 			}
-		}
-		if i++; i == len(t.slots) {
-			i = 0
+		case victim.key == 0 || s.st.Expiry < victim.st.Expiry || s.st.Expiry == victim.st.Expiry && s.st.Data < victim.st.Data:
+			victim = s
 		}
 	}
-	if !freed && victim >= 0 {
-		t.removeAt(victim)
+	if n == 0 {
+		t.removeAt(t.find(victim.key))
 		sh.evictions++
+		return
+	}
+	for _, k := range expired[:n] {
+		t.removeAt(t.find(k))
+		sh.expired++
 	}
 }
 

@@ -180,19 +180,16 @@ func TestExpiry(t *testing.T) {
 	if d, _ := s.Take(ctx, "old0", 0, l); d.Remaining != 10 || d.ResetAfter != 0 {
 		t.Errorf("Take(old0, 0) after expiry = %+v, want an empty counter", d)
 	}
-	// The shard is full: new counters replace expired ones, and nothing
-	// live is evicted.
-	for i := range 8 {
-		s.Take(ctx, "new"+strconv.Itoa(i), 1, l)
+	// The shard is full of expired counters: a new one replaces some of
+	// them, and nothing live is evicted.
+	s.Take(ctx, "new", 1, l)
+	if got := s.Stats(); got.Keys > 8 || got.Expired == 0 || got.Evictions != 0 {
+		t.Errorf("Stats() = %+v, want expired counters dropped, none evicted", got)
 	}
-	if got, want := s.Stats(), (memory.Stats{Keys: 8, MaxKeys: 8, Expired: 8}); got != want {
-		t.Errorf("Stats() = %+v, want %+v", got, want)
+	if d, _ := s.Take(ctx, "new", 0, l); d.Remaining != 9 {
+		t.Errorf("Take(new, 0) = %+v, want Remaining 9", d)
 	}
-	for i := range 8 {
-		if d, _ := s.Take(ctx, "new"+strconv.Itoa(i), 0, l); d.Remaining != 9 {
-			t.Errorf("Take(new%d, 0) = %+v, want Remaining 9", i, d)
-		}
-	}
+
 	// In a shard with room, inserting sweeps expired counters too.
 	s = memory.New(memory.Options{Now: clock.Now, Shards: 1})
 	s.Take(ctx, "a", 1, l)
@@ -201,6 +198,30 @@ func TestExpiry(t *testing.T) {
 	if got := s.Stats(); got.Keys != 1 || got.Expired != 1 {
 		t.Errorf("Stats() = %+v, want the expired counter swept", got)
 	}
+}
+
+// TestExpiredMakeRoom fills a store, lets every counter expire, and fills
+// it again: new counters mostly replace expired ones rather than evicting
+// the new ones. (Sampling eight slots misses the last few expired ones.)
+func TestExpiredMakeRoom(t *testing.T) {
+	clock := storetest.NewClock(storetest.Noon)
+	const maxKeys = 4096
+	s := memory.New(memory.Options{Now: clock.Now, MaxKeys: maxKeys, Shards: 4})
+	l := ratelimit.Limit{Count: 10, Window: time.Second, Algorithm: ratelimit.GCRA}
+	for i := range maxKeys {
+		s.Take(ctx, "old"+strconv.Itoa(i), 1, l)
+	}
+	clock.Advance(time.Second)
+	for i := range maxKeys {
+		s.Take(ctx, "new"+strconv.Itoa(i), 1, l)
+	}
+	// About maxKeys/9 evictions are expected: the i-th new counter finds
+	// no expired one among 8 samples with probability (i/maxKeys)⁸.
+	st := s.Stats()
+	if st.Keys > maxKeys || st.Evictions > maxKeys/5 || st.Expired < maxKeys*3/4 {
+		t.Errorf("Stats() = %+v, want at most %d evictions and most old counters expired", st, maxKeys/5)
+	}
+	t.Logf("%+v", st)
 }
 
 // TestMemoryReturnsAfterFlood checks that once a flood of short-lived

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"math/bits"
+	"math/rand/v2"
 
 	"github.com/floodgate/floodgate/ratelimit"
 )
@@ -88,6 +89,17 @@ func (t *table) insert(k uint64, st ratelimit.State) {
 			i = 0
 		}
 		d++
+	}
+}
+
+// randomSlot returns a slot chosen at random among the occupied ones. The
+// table must not be empty; it is at least an eighth full unless tiny.
+func (t *table) randomSlot() int {
+	for {
+		hi, _ := bits.Mul64(rand.Uint64(), uint64(len(t.slots)))
+		if t.slots[hi].key != 0 {
+			return int(hi)
+		}
 	}
 }
 
