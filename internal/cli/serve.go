@@ -116,6 +116,8 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	if err := start("public", c.Listen, g, tlsConf); err != nil {
 		return err
 	}
+	logger.Warn("counters are in this process's memory: each gateway replica enforces every limit on its own, so N replicas admit up to N times each limit",
+		"store", c.Store.URL, "max_keys", c.Store.MaxKeys)
 	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env, "mode", c.Mode)
 
 	<-ctx.Done()
