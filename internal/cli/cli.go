@@ -2,12 +2,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -25,16 +27,14 @@ func run1(ctx context.Context, env environ, args []string) int {
 	}
 	cmd, rest := args[0], args[1:]
 	var err error
-	switch cmd {
-	case "serve":
-		err = runServe(ctx, env, rest)
-	case "validate":
-		err = runValidate(ctx, env, rest)
-	case "version", "--version", "-version":
-		err = runVersion(env, rest)
-	case "help", "-h", "-help", "--help":
+	switch c, ok := commands[cmd]; {
+	case ok:
+		err = c.run(ctx, env, rest)
+	case cmd == "help" || cmd == "-h" || cmd == "-help" || cmd == "--help":
 		usage(stdout)
 		return 0
+	case cmd == "--version" || cmd == "-version":
+		err = commands["version"].run(ctx, env, nil)
 	default:
 		fmt.Fprintf(stderr, "floodgate: unknown command %q\n\n", cmd)
 		usage(stderr)
@@ -76,17 +76,31 @@ var (
 	errUsageReported = errors.New("usage reported")
 )
 
+// A command is one subcommand. Each lives in its own file and registers
+// itself in an init function, so adding one touches no other file.
+type command struct {
+	run      func(ctx context.Context, env environ, args []string) error
+	synopsis string // flags and arguments, for usage
+	order    int    // position in usage
+}
+
+var commands = map[string]command{}
+
+func register(name string, order int, synopsis string, run func(context.Context, environ, []string) error) {
+	commands[name] = command{run: run, synopsis: synopsis, order: order}
+}
+
 func usage(w io.Writer) {
-	fmt.Fprint(w, strings.TrimLeft(`
-floodgate — a rate-limiting gateway for HTTP APIs
-
-Usage:
-  floodgate serve    --config FILE [--env NAME] [--listen ADDR] [--admin-listen ADDR] [--sample-upstream]
-  floodgate validate --config FILE [--env NAME]
-  floodgate version
-
-Run 'floodgate COMMAND -h' for a command's flags. Documentation: README.md and docs/.
-`, "\n"))
+	fmt.Fprint(w, "floodgate — a rate-limiting gateway for HTTP APIs\n\nUsage:\n")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(commands[a].order-commands[b].order, strings.Compare(a, b)) })
+	for _, n := range names {
+		fmt.Fprintf(w, "  floodgate %-9s %s\n", n, commands[n].synopsis)
+	}
+	fmt.Fprint(w, "\nRun 'floodgate COMMAND -h' for a command's flags. Documentation: README.md and docs/.\n")
 }
 
 // newFlags returns a FlagSet that reports errors instead of exiting.

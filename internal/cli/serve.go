@@ -19,6 +19,10 @@ import (
 	"github.com/floodgate/floodgate/internal/version"
 )
 
+func init() {
+	register("serve", 10, "--config FILE [--env NAME] [--listen ADDR] [--admin-listen ADDR] [--sample-upstream]", runServe)
+}
+
 func runServe(ctx context.Context, env environ, args []string) error {
 	fs := newFlags(env, "serve", "--config FILE [--env NAME] [flags]")
 	file := fs.String("config", "", "configuration `file` (required)")

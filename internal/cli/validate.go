@@ -16,6 +16,10 @@ import (
 	"github.com/floodgate/floodgate/ratelimit/memory"
 )
 
+func init() {
+	register("validate", 20, "--config FILE [--env NAME]", runValidate)
+}
+
 func runValidate(_ context.Context, env environ, args []string) error {
 	fs := newFlags(env, "validate", "--config FILE [--env NAME]")
 	file := fs.String("config", "", "configuration `file` (required)")

@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 
 	"github.com/floodgate/floodgate/internal/version"
 )
 
-func runVersion(env environ, args []string) error {
+func init() {
+	register("version", 90, "", runVersion)
+}
+
+func runVersion(_ context.Context, env environ, args []string) error {
 	fs := newFlags(env, "version", "")
 	if err := parseFlags(fs, args); err != nil {
 		return err
