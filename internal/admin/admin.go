@@ -1,44 +1,243 @@
-// Package admin serves floodgate's admin listener: Prometheus metrics and
-// health. It listens on loopback by default (admin.listen); nothing on it
-// is meant for the public.
+// Package admin serves floodgate's admin listener: metrics, health and
+// readiness, and the operator's API (effective configuration, run-time
+// mode, explain). It listens on loopback by default (admin.listen).
+//
+// Access: /metrics, /healthz and /readyz are open (scrapers and load
+// balancers call them). Every /admin/ endpoint reveals or changes
+// something and needs `Authorization: Bearer TOKEN` with the configured
+// admin.token; when no token is configured, they answer only to loopback
+// peers.
 package admin
 
 import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
 )
 
 // Options configures Handler.
 type Options struct {
 	// Gatherer is the registry /metrics exposes.
 	Gatherer prometheus.Gatherer
-	// Healthy reports whether the process can serve; nil means always.
-	Healthy func() error
+	// Server is the live gateway; nil serves only /metrics and /healthz.
+	Server *gateway.Server
+	// Ready reports whether the gateway can serve traffic now (the store
+	// answers, not shutting down); nil means always.
+	Ready func(context.Context) error
 }
 
 // Handler returns the admin listener's handler:
 //
-//	GET /metrics  Prometheus text exposition (docs/metrics.md)
-//	GET /healthz  200 "ok" while the process serves
+//	GET  /metrics        Prometheus text exposition (docs/metrics.md)
+//	GET  /healthz        200 "ok" while the process serves
+//	GET  /readyz         200 when ready for traffic, 503 otherwise
+//	GET  /admin/config   the effective configuration as JSON, secrets redacted
+//	GET  /admin/mode     {"mode": "enforce" | "log-only"}
+//	PUT  /admin/mode     switch the mode: body "enforce" or "log-only" (or that JSON)
+//	POST /admin/explain  what the gateway would do with a request, against live counters
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{
-		ErrorHandling:     promhttp.ContinueOnError,
-		EnableOpenMetrics: false,
-	}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		if o.Healthy != nil {
-			if err := o.Healthy(); err != nil {
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = w.Write([]byte("unhealthy: " + err.Error() + "\n"))
+		text(w, http.StatusOK, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if o.Ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			defer cancel()
+			if err := o.Ready(ctx); err != nil {
+				text(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
 				return
 			}
 		}
-		_, _ = w.Write([]byte("ok\n"))
+		text(w, http.StatusOK, "ready")
 	})
+	if o.Server == nil {
+		return mux
+	}
+	a := &api{s: o.Server}
+	mux.HandleFunc("GET /admin/config", a.auth(a.config))
+	mux.HandleFunc("GET /admin/mode", a.auth(a.getMode))
+	mux.HandleFunc("PUT /admin/mode", a.auth(a.putMode))
+	mux.HandleFunc("POST /admin/explain", a.auth(a.explain))
 	return mux
+}
+
+type api struct{ s *gateway.Server }
+
+// auth admits a request with the configured bearer token, or from a
+// loopback peer when no token is configured.
+func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		token := a.s.Current().Config().Config.Admin.Token
+		if token == "" {
+			if !loopback(r.RemoteAddr) {
+				problem(w, http.StatusForbidden, "admin.token is not set: the admin API answers only to loopback peers")
+				return
+			}
+			h(w, r)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="floodgate admin"`)
+			problem(w, http.StatusUnauthorized, "an Authorization: Bearer header with the admin token is required")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func loopback(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.Unmap().IsLoopback()
+}
+
+func (a *api) config(w http.ResponseWriter, r *http.Request) {
+	f := a.s.Current().Config()
+	writeJSON(w, http.StatusOK, map[string]any{
+		"file":        f.Name,
+		"environment": f.Env,
+		"hash":        a.s.Hash(),
+		"mode":        modeName(a.s.LogOnly()),
+		"config":      config.Redacted(f.Config),
+	})
+}
+
+func modeName(logOnly bool) string {
+	if logOnly {
+		return config.ModeLogOnly
+	}
+	return config.ModeEnforce
+}
+
+func (a *api) getMode(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"mode": modeName(a.s.LogOnly())})
+}
+
+func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1024))
+	if err != nil {
+		problem(w, http.StatusBadRequest, "cannot read the body")
+		return
+	}
+	mode := strings.TrimSpace(string(body))
+	var js struct {
+		Mode string `json:"mode"`
+	}
+	if strings.HasPrefix(mode, "{") {
+		if err := json.Unmarshal(body, &js); err != nil {
+			problem(w, http.StatusBadRequest, "body is not JSON like {\"mode\": \"enforce\"}")
+			return
+		}
+		mode = js.Mode
+	}
+	switch mode {
+	case config.ModeEnforce, config.ModeLogOnly:
+	default:
+		problem(w, http.StatusBadRequest, fmt.Sprintf("mode %q is not enforce or log-only", mode))
+		return
+	}
+	a.s.SetMode(mode == config.ModeLogOnly)
+	writeJSON(w, http.StatusOK, map[string]string{"mode": mode})
+}
+
+// ExplainRequest is the body of POST /admin/explain.
+type ExplainRequest struct {
+	Method  string            `json:"method"`
+	Path    string            `json:"path"` // may carry a query string
+	Headers map[string]string `json:"headers"`
+	// IP is the address the request comes from (the peer). Default
+	// 192.0.2.1.
+	IP string `json:"ip"`
+}
+
+func (a *api) explain(w http.ResponseWriter, r *http.Request) {
+	var er ExplainRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&er); err != nil {
+		problem(w, http.StatusBadRequest, "body must be JSON: {\"method\", \"path\", \"headers\", \"ip\"}: "+err.Error())
+		return
+	}
+	req, err := er.Build()
+	if err != nil {
+		problem(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, a.s.Current().Explain(r.Context(), req))
+}
+
+// Build turns the description into the request the gateway would see.
+func (er ExplainRequest) Build() (*http.Request, error) {
+	if er.Method == "" {
+		er.Method = http.MethodGet
+	}
+	if !strings.HasPrefix(er.Path, "/") {
+		return nil, errors.New("path must start with /")
+	}
+	req, err := http.NewRequest(strings.ToUpper(er.Method), "http://floodgate.invalid"+er.Path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("invalid request: %w", err)
+	}
+	for k, v := range er.Headers {
+		if strings.EqualFold(k, "Host") {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	ip := er.IP
+	if ip == "" {
+		ip = "192.0.2.1"
+	}
+	addr, err := netip.ParseAddr(ip)
+	if err != nil {
+		return nil, fmt.Errorf("ip %q is not an IP address", ip)
+	}
+	req.RemoteAddr = netip.AddrPortFrom(addr, 40000).String()
+	return req, nil
+}
+
+func text(w http.ResponseWriter, code int, s string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = io.WriteString(w, s+"\n")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func problem(w http.ResponseWriter, code int, detail string) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"type": "about:blank", "title": http.StatusText(code), "status": code, "detail": detail,
+	})
 }

@@ -9,7 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"time"
+	"os"
+	"os/signal"
+	"sync/atomic"
+	"syscall"
 
 	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
@@ -20,72 +23,77 @@ import (
 )
 
 func init() {
-	register("serve", 10, "--config FILE [--env NAME] [--listen ADDR] [--admin-listen ADDR] [--sample-upstream]", runServe)
+	register("serve", 10, "--config FILE [--env NAME] [--listen ADDR] [--admin-listen ADDR] [--no-watch] [--sample-upstream]", runServe)
+}
+
+// serveFlags are the command-line settings that override the file's, on
+// the first load and every reload.
+type serveFlags struct {
+	file, env, listen, adminListen string
 }
 
 func runServe(ctx context.Context, env environ, args []string) error {
 	fs := newFlags(env, "serve", "--config FILE [--env NAME] [flags]")
-	file := fs.String("config", "", "configuration `file` (required)")
-	envName := fs.String("env", "", "environment `name` to apply from the file's environments")
-	listen := fs.String("listen", "", "public listener `address`, overriding the file's listen")
-	adminListen := fs.String("admin-listen", "", "admin listener `address` (or off), overriding admin.listen")
+	var sf serveFlags
+	fs.StringVar(&sf.file, "config", "", "configuration `file` (required)")
+	fs.StringVar(&sf.env, "env", "", "environment `name` to apply from the file's environments")
+	fs.StringVar(&sf.listen, "listen", "", "public listener `address`, overriding the file's listen")
+	fs.StringVar(&sf.adminListen, "admin-listen", "", "admin listener `address` (or off), overriding admin.listen")
+	noWatch := fs.Bool("no-watch", false, "reload only on SIGHUP, not when the file changes")
 	sampleUp := fs.Bool("sample-upstream", false, "also serve a small JSON echo upstream at every loopback upstream URL, to try floodgate without an API")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *file == "" {
+	if sf.file == "" {
 		return usageError{errors.New("--config is required")}
 	}
-	f, err := config.Load(*file, *envName, env.lookup)
-	var loadProblems config.Problems
-	if err != nil && (!errors.As(err, &loadProblems) || f == nil) {
+	f, data, problems, err := sf.load(env)
+	if err != nil {
 		return err
 	}
+	if len(problems) > 0 {
+		fmt.Fprintln(env.stderr, problems.Error())
+		return errReported
+	}
 	c := &f.Config
-	if *listen != "" {
-		c.Listen = *listen
-	}
-	if *adminListen != "" {
-		c.Admin.Listen = *adminListen
-	}
-	c.ApplyDefaults()
 
 	logger := telemetry.NewLogger(env.stderr, c.Log.Level)
 	metrics := telemetry.NewMetrics(version.String())
 	store := gateway.NewMemoryStore(c.Store.MaxKeys, nil, metrics)
-	g, problems := gateway.New(f, gateway.Options{Store: store, Metrics: metrics, Logger: logger})
-	if problems = append(loadProblems, problems...); len(problems) > 0 {
+	srv, problems := gateway.NewServer(f, data, gateway.Options{Store: store, Metrics: metrics, Logger: logger})
+	if len(problems) > 0 {
 		fmt.Fprintln(env.stderr, dedupe(problems).Error())
 		return errReported
 	}
+	var draining atomic.Bool
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var servers []*http.Server
+	grace, _ := config.ParseTimeout(c.Server.ShutdownGrace)
 	// However serve ends (a signal, a listener failing, a start-up error),
-	// every server started is shut down: in-flight requests finish, for
-	// at most 30 seconds.
+	// every server started is shut down: it stops accepting, and requests
+	// in flight finish, for at most the shutdown grace.
 	defer func() {
-		sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+		draining.Store(true)
+		sctx, scancel := context.WithTimeout(context.Background(), grace)
 		defer scancel()
 		for _, s := range servers {
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	start := func(name, addr string, h http.Handler, tlsConf *tls.Config) error {
+	start := func(name, addr string, s *http.Server) error {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
-		srv := newServer(h, logger)
-		srv.TLSConfig = tlsConf
-		servers = append(servers, srv)
-		logger.Info("listening", "listener", name, "address", ln.Addr().String(), "tls", tlsConf != nil)
+		servers = append(servers, s)
+		logger.Info("listening", "listener", name, "address", ln.Addr().String(), "tls", s.TLSConfig != nil)
 		go func() {
-			serve := srv.Serve
-			if tlsConf != nil {
+			serve := s.Serve
+			if s.TLSConfig != nil {
 				// Certificates are in TLSConfig; ServeTLS adds HTTP/2 by ALPN.
-				serve = func(ln net.Listener) error { return srv.ServeTLS(ln, "", "") }
+				serve = func(ln net.Listener) error { return s.ServeTLS(ln, "", "") }
 			}
 			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				cancel(fmt.Errorf("%s listener: %w", name, err))
@@ -99,47 +107,131 @@ func runServe(ctx context.Context, env environ, args []string) error {
 			if err != nil || !isLoopback(pu.Hostname()) {
 				return fmt.Errorf("--sample-upstream: upstream %s (%s) is not a loopback http address", name, u.URL)
 			}
-			if err := start("sample upstream "+name, pu.Host, sample.Handler(name), nil); err != nil {
+			if err := start("sample upstream "+name, pu.Host, newServer(sample.Handler(name), &c.Server, logger)); err != nil {
 				return err
 			}
 		}
 	}
-	if c.Admin.Listen != "off" {
-		if err := start("admin", c.Admin.Listen, admin.Handler(admin.Options{Gatherer: metrics.Registry}), nil); err != nil {
+	if c.Admin.Listen != config.ListenOff {
+		h := admin.Handler(admin.Options{
+			Gatherer: metrics.Registry,
+			Server:   srv,
+			Ready: func(context.Context) error {
+				if draining.Load() {
+					return errors.New("shutting down")
+				}
+				return nil
+			},
+		})
+		if err := start("admin", c.Admin.Listen, newServer(h, &c.Server, logger)); err != nil {
 			return err
 		}
 	}
-	var tlsConf *tls.Config
+	public := newServer(srv, &c.Server, logger)
 	if c.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
-		tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		public.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	if err := start("public", c.Listen, g, tlsConf); err != nil {
+	if err := start("public", c.Listen, public); err != nil {
 		return err
 	}
 	logger.Warn("counters are in this process's memory: each gateway replica enforces every limit on its own, so N replicas admit up to N times each limit",
 		"store", c.Store.URL, "max_keys", c.Store.MaxKeys)
-	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env, "mode", c.Mode)
+	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env,
+		"mode", c.Mode, "hash", srv.Hash())
+
+	reload := func(reason string) { sf.reload(env, srv, metrics, logger, reason) }
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload("SIGHUP")
+			}
+		}
+	}()
+	if !*noWatch {
+		if err := watchFile(ctx, sf.file, func() { reload("file changed") }, logger); err != nil {
+			logger.Warn("cannot watch the configuration file; reload with SIGHUP", "error", err.Error())
+		}
+	}
 
 	<-ctx.Done()
 	cause := context.Cause(ctx)
-	logger.Info("shutting down", "reason", cause.Error())
+	logger.Info("shutting down: no new connections; requests in flight may finish", "reason", cause.Error(), "grace", grace.String())
 	if cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}
 	return nil
 }
 
+// load reads, parses, overrides with the flags, defaults and validates the
+// configuration. Problems are returned, other failures (the file cannot be
+// read) as the error.
+func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, error) {
+	data, err := os.ReadFile(sf.file)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("config: %w", err)
+	}
+	f, err := config.Parse(sf.file, data, sf.env, env.lookup)
+	var problems config.Problems
+	if err != nil && (!errors.As(err, &problems) || f == nil) {
+		return nil, nil, nil, err
+	}
+	if sf.listen != "" {
+		f.Config.Listen = sf.listen
+	}
+	if sf.adminListen != "" {
+		f.Config.Admin.Listen = sf.adminListen
+	}
+	f.Config.ApplyDefaults()
+	return f, data, problems, nil
+}
+
+// reload loads the file again and swaps the gateway, or logs why not and
+// keeps the running configuration.
+func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metrics, logger *slog.Logger, reason string) {
+	f, data, problems, err := sf.load(env)
+	if err == nil && len(problems) == 0 {
+		var ignored []string
+		ignored, problems = srv.Reload(f, data)
+		if len(problems) == 0 {
+			logger.Info("configuration reloaded", "reason", reason, "hash", srv.Hash())
+			if len(ignored) > 0 {
+				logger.Warn("some changed settings apply only after a restart", "settings", ignored)
+			}
+			return
+		}
+	} else {
+		m.Reloaded(false, "")
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		msg = dedupe(problems).Error()
+	}
+	logger.Error("configuration rejected: the previous configuration keeps running",
+		"reason", reason, "hash", srv.Hash(), "problems", msg)
+}
+
 // newServer returns an http.Server with timeouts that a slow client
-// cannot exploit (slowloris) but that let long downloads finish.
-func newServer(h http.Handler, logger *slog.Logger) *http.Server {
+// cannot exploit (slowloris: ReadHeaderTimeout) but that let long uploads
+// and downloads finish (no overall read or write timeout).
+func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Server {
+	header, _ := config.ParseTimeout(sc.ReadHeaderTimeout)
+	idle, _ := config.ParseTimeout(sc.IdleTimeout)
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: header,
+		IdleTimeout:       idle,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          telemetry.ServerErrorLog(logger),
 	}

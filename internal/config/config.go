@@ -22,6 +22,8 @@ type Config struct {
 	// TLS, when set, terminates TLS on the public listener (HTTP/1.1 and
 	// HTTP/2 by ALPN).
 	TLS TLS `yaml:"tls" json:"tls"`
+	// Server tunes the public listener's timeouts.
+	Server Server `yaml:"server" json:"server"`
 	// Admin is the admin listener (metrics, health).
 	Admin Admin `yaml:"admin" json:"admin"`
 	// ClientIP says how the client address is found.
@@ -56,6 +58,23 @@ type Admin struct {
 	// Listen is the admin address, host:port. Default "127.0.0.1:9090";
 	// "off" disables it.
 	Listen string `yaml:"listen" json:"listen,omitempty"`
+	// Token is the bearer token the /admin/ endpoints require (at least 16
+	// characters; put it in the environment: ${FLOODGATE_ADMIN_TOKEN}).
+	// Default none: those endpoints then answer only to loopback peers.
+	Token string `yaml:"token" json:"token,omitempty" secret:"true"`
+}
+
+// Server tunes the public listener's HTTP server. Durations are Go
+// durations ("10s", "2m").
+type Server struct {
+	// ReadHeaderTimeout bounds how long a client may take to send its
+	// request headers (slowloris protection). Default "10s".
+	ReadHeaderTimeout string `yaml:"read_header_timeout" json:"read_header_timeout,omitempty"`
+	// IdleTimeout closes keep-alive connections idle that long. Default "120s".
+	IdleTimeout string `yaml:"idle_timeout" json:"idle_timeout,omitempty"`
+	// ShutdownGrace is how long in-flight requests may run after SIGTERM
+	// before floodgate exits anyway. Default "30s".
+	ShutdownGrace string `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
 }
 
 // ClientIP configures client address resolution (SPEC G2).

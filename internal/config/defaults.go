@@ -16,6 +16,10 @@ const (
 	DefaultAlgorithm   = "sliding_window"
 	DefaultKey         = "ip"
 	DefaultRouteName   = "default"
+
+	DefaultReadHeaderTimeout = "10s"
+	DefaultIdleTimeout       = "120s"
+	DefaultShutdownGrace     = "30s"
 )
 
 // ApplyDefaults sets every field that is empty (or zero) and has a
@@ -36,6 +40,9 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Mode, ModeEnforce)
 	setDefault(&c.Listen, DefaultListen)
 	setDefault(&c.Admin.Listen, DefaultAdminListen)
+	setDefault(&c.Server.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&c.Server.ShutdownGrace, DefaultShutdownGrace)
 
 	setDefault(&c.ClientIP.Header, HeaderXForwardedFor)
 	for _, h := range []string{HeaderXForwardedFor, HeaderForwarded} {

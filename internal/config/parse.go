@@ -408,3 +408,16 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// ParseTimeout parses a server timeout: a Go duration from 1ms to 1h
+// ("10s", "2m").
+func ParseTimeout(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a duration such as 10s or 2m", s)
+	case d < time.Millisecond || d > time.Hour:
+		return 0, fmt.Errorf("%q must be from 1ms to 1h", s)
+	}
+	return d, nil
+}

@@ -100,6 +100,18 @@ func (v *validator) top() {
 			v.add("admin.listen", fmt.Sprintf("%q is also the public listen address", l))
 		}
 	}
+	if t := v.c.Admin.Token; t != "" && len(t) < 16 {
+		v.add("admin.token", "the token is too short to be a secret: use at least 16 characters (such as the output of `openssl rand -hex 16`)")
+	}
+	for _, d := range []struct{ path, val string }{
+		{"server.read_header_timeout", v.c.Server.ReadHeaderTimeout},
+		{"server.idle_timeout", v.c.Server.IdleTimeout},
+		{"server.shutdown_grace", v.c.Server.ShutdownGrace},
+	} {
+		if _, err := ParseTimeout(d.val); err != nil {
+			v.add(d.path, err.Error())
+		}
+	}
 	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
 		v.add("tls", "set both cert_file and key_file, or neither")
 	}

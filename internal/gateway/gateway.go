@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floodgate/floodgate/internal/clientip"
@@ -32,6 +33,10 @@ type Options struct {
 	Logger *slog.Logger
 	// KeyHasher hashes counter keys for the log; nil draws a random key.
 	KeyHasher *telemetry.KeyHasher
+	// LogOnly is the run-time mode switch, shared by successive Gateways
+	// (see Server). Nil: a switch of the Gateway's own, set from the
+	// configuration's mode.
+	LogOnly *atomic.Bool
 }
 
 // Gateway is the public listener's http.Handler for one configuration. It
@@ -46,6 +51,9 @@ type Gateway struct {
 	ruleAns  []*respond.Rule // by rule index
 	rlOnOK   bool            // RateLimit fields on forwarded responses
 	metrics  *telemetry.Metrics
+	hasher   *telemetry.KeyHasher
+	file     *config.File
+	upstream []*proxy.Upstream
 	pool     sync.Pool
 }
 
@@ -129,6 +137,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 			continue // Validate reported it
 		}
 		ups[name] = proxy.NewUpstream(name, u, proxy.UpstreamOptions{OnError: g.upstreamError})
+		g.upstream = append(g.upstream, ups[name])
 	}
 	for i, rc := range c.Routes {
 		pt, err := config.ParseRoutePattern(rc.Path)
@@ -156,19 +165,36 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	hasher := o.KeyHasher
-	if hasher == nil {
-		hasher = telemetry.NewKeyHasher("")
+	g.hasher = o.KeyHasher
+	if g.hasher == nil {
+		g.hasher = telemetry.NewKeyHasher("")
+	}
+	logOnly := o.LogOnly
+	if logOnly == nil {
+		logOnly = new(atomic.Bool)
+		logOnly.Store(c.Mode == config.ModeLogOnly)
+		o.Metrics.SetMode(logOnly.Load())
 	}
 	g.engine = rules.Engine{
 		Set:     set,
 		Store:   o.Metrics.InstrumentStore(o.Store),
-		LogOnly: c.Mode == "log-only",
-		Obs:     telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, hasher),
+		LogOnly: logOnly,
+		Obs:     telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher),
 	}
-	o.Metrics.SetMode(g.engine.LogOnly)
+	g.file = f
 	g.pool.New = func() any { return new(state) }
 	return g, nil
+}
+
+// Config returns the configuration the Gateway was built from.
+func (g *Gateway) Config() *config.File { return g.file }
+
+// closeIdle closes the idle upstream connections of a Gateway that has
+// been replaced; requests still in flight keep theirs.
+func (g *Gateway) closeIdle() {
+	for _, u := range g.upstream {
+		u.CloseIdle()
+	}
 }
 
 // ClientIPOptions turns the client_ip section into clientip.Options.

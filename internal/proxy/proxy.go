@@ -138,6 +138,13 @@ func joinPath(base, p string) string {
 	return base + p
 }
 
+// CloseIdle closes the upstream's idle keep-alive connections.
+func (u *Upstream) CloseIdle() {
+	if t, ok := u.Proxy.Transport.(*http.Transport); ok {
+		t.CloseIdleConnections()
+	}
+}
+
 // Class is the kind of a forwarding failure.
 type Class uint8
 

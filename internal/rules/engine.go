@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/floodgate/floodgate/internal/config"
@@ -51,15 +52,19 @@ type Verdict struct {
 
 // Engine evaluates requests against a Set with a Store.
 type Engine struct {
-	Set     *Set
-	Store   ratelimit.Store
-	LogOnly bool
+	Set   *Set
+	Store ratelimit.Store
+	// LogOnly, when it holds true, turns every block and deny into a
+	// would-block. It is shared and switched at run time (admin API); nil
+	// means enforce.
+	LogOnly *atomic.Bool
 	Obs     Observer
 }
 
 // Evaluate runs the rules for req in order (see the package comment).
 func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 	var v Verdict
+	logOnly := e.LogOnly != nil && e.LogOnly.Load()
 	for _, r := range e.Set.Rules {
 		if r.when != nil {
 			out, _, err := r.when.Eval(activation{req})
@@ -76,7 +81,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 			e.observe(req, r, Allowed, nil, ratelimit.Decision{Allowed: true}, nil)
 			return v
 		case Deny:
-			if e.LogOnly {
+			if logOnly {
 				e.observe(req, r, WouldBlock, nil, ratelimit.Decision{}, nil)
 				continue
 			}
@@ -103,7 +108,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 			if r.Action == Block && (v.Closest == nil || d.Remaining < v.ClosestDecision.Remaining) {
 				v.Closest, v.ClosestDecision = r, d
 			}
-		case r.Action == Count || e.LogOnly:
+		case r.Action == Count || logOnly:
 			e.observe(req, r, WouldBlock, key, d, nil)
 		default:
 			e.observe(req, r, Blocked, key, d, nil)

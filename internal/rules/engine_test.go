@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,7 +187,8 @@ func TestLogOnly(t *testing.T) {
   - {name: deny-all, when: "request.path == '/admin'", action: deny}
   - {name: r, limits: [1/1m]}
 `)
-	e.eng.LogOnly = true
+	e.eng.LogOnly = new(atomic.Bool)
+	e.eng.LogOnly.Store(true)
 	for range 3 {
 		if v := e.eval("GET", "/admin", "192.0.2.1"); v.Rule != nil {
 			t.Fatalf("log-only answered with %s", name(v))

@@ -7,6 +7,7 @@ package telemetry
 import (
 	"runtime"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,12 @@ type Metrics struct {
 	storeLatency  prometheus.Histogram
 	inflight      prometheus.Gauge
 	mode          *prometheus.GaugeVec
+	reloads       *prometheus.CounterVec
+	configInfo    *prometheus.GaugeVec
+	lastReload    prometheus.Gauge
+
+	mu    sync.Mutex
+	rules map[string]bool // rule names with series, to drop removed rules' series
 }
 
 // NewMetrics registers floodgate's collectors, plus the Go runtime and
@@ -72,6 +79,21 @@ func NewMetrics(version string) *Metrics {
 			Help: "1 for the global mode in force (enforce or log-only), 0 for the other.",
 		}, []string{"mode"}),
 	}
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "floodgate_config_reloads_total",
+		Help: "Configuration loads, by result: success (applied) or failure (rejected; the previous configuration keeps running).",
+	}, []string{"result"})
+	m.configInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "floodgate_config_info",
+		Help: "Always 1; the hash label identifies the configuration file in force.",
+	}, []string{"hash"})
+	m.lastReload = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "floodgate_config_last_reload_success_timestamp_seconds",
+		Help: "When the configuration in force was loaded, in Unix seconds.",
+	})
+	m.reloads.WithLabelValues("success")
+	m.reloads.WithLabelValues("failure")
+	reg.MustRegister(m.reloads, m.configInfo, m.lastReload)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "floodgate_build_info",
 		Help: "Always 1; labels give the version and Go version.",
@@ -91,6 +113,19 @@ func (m *Metrics) SetMode(logOnly bool) {
 	}
 	m.mode.WithLabelValues(on).Set(1)
 	m.mode.WithLabelValues(off).Set(0)
+}
+
+// Reloaded records a configuration load: applied (ok) or rejected, and the
+// hash of the configuration in force afterwards.
+func (m *Metrics) Reloaded(ok bool, hash string) {
+	if !ok {
+		m.reloads.WithLabelValues("failure").Inc()
+		return
+	}
+	m.reloads.WithLabelValues("success").Inc()
+	m.configInfo.Reset()
+	m.configInfo.WithLabelValues(hash).Set(1)
+	m.lastReload.SetToCurrentTime()
 }
 
 // Inflight is the in-flight request gauge.
@@ -139,6 +174,19 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		decisions: make([][4]prometheus.Counter, len(set.Rules)),
 		errors:    make([][3]prometheus.Counter, len(set.Rules)),
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	current := map[string]bool{}
+	for _, r := range set.Rules {
+		current[r.Name] = true
+	}
+	for name := range m.rules {
+		if !current[name] { // a rule removed by a reload: drop its series
+			m.ruleDecisions.DeletePartialMatch(prometheus.Labels{"rule": name})
+			m.ruleErrors.DeletePartialMatch(prometheus.Labels{"rule": name})
+		}
+	}
+	m.rules = current
 	for i, r := range set.Rules {
 		for o, name := range rules.OutcomeNames() {
 			rm.decisions[i][o] = m.ruleDecisions.WithLabelValues(r.Name, name)

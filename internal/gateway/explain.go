@@ -1,0 +1,125 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/floodgate/floodgate/internal/rules"
+)
+
+// Explanation is what the gateway would do with one request, rule by rule
+// (SPEC G9). It holds no client address: keys appear as keyed hashes, the
+// same ones the decision log writes.
+type Explanation struct {
+	Method  string          `json:"method"`
+	Path    string          `json:"path"`
+	Route   string          `json:"route"`
+	Mode    string          `json:"mode"`
+	Rules   []ExplainedRule `json:"rules"`
+	Verdict string          `json:"verdict"`
+}
+
+// ExplainedRule is one rule's part in an Explanation.
+type ExplainedRule struct {
+	Name    string `json:"name"`
+	Action  string `json:"action"`
+	Reached bool   `json:"reached"`
+	Matched bool   `json:"matched"`
+	// KeyType and KeyHash name the counter (count and block rules).
+	KeyType string   `json:"key_type,omitempty"`
+	KeyHash string   `json:"key_hash,omitempty"`
+	Limits  []string `json:"limits,omitempty"`
+	// Remaining is how many more requests the counter admits now.
+	Remaining *int64 `json:"remaining,omitempty"`
+	// Decision is allowed, blocked, would_block or denied for a matching
+	// rule; "no match", "not reached" or "error" otherwise.
+	Decision string `json:"decision"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Explain reports what the gateway would do with r, without counting it
+// or forwarding it: route, client address, then every rule against the
+// live counters (peeked at, not taken).
+func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
+	p := cleanPath(r.URL.Path)
+	ex := Explanation{Method: r.Method, Path: p, Mode: "enforce"}
+	if g.engine.LogOnly != nil && g.engine.LogOnly.Load() {
+		ex.Mode = "log-only"
+	}
+	var st state
+	route := g.router.Match(r.Method, p, &st.params)
+	if route == nil {
+		ex.Verdict = "404: no route matches"
+		return ex
+	}
+	ex.Route = route.Name
+	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)
+	req := &st.req
+	req.HTTP, req.Path = r, p
+	req.Route, req.RouteGroup = route.Name, route.Group
+	req.ClientIP, req.ClientPrefix = ip, g.resolver.KeyPrefix(ip)
+
+	ex.Verdict = "forward to upstream " + route.Upstream.Name
+	for _, s := range g.engine.Explain(ctx, req) {
+		er := ExplainedRule{Name: s.Rule.Name, Action: s.Rule.Action.String(), Reached: s.Reached, Matched: s.Matched}
+		for _, l := range s.Rule.Limits {
+			er.Limits = append(er.Limits, l.String())
+		}
+		if s.Key != nil {
+			er.KeyType, er.KeyHash = s.Rule.KeyType, g.hasher.Hash(s.Key)
+		}
+		switch {
+		case !s.Reached:
+			er.Decision = "not reached"
+		case s.Err != nil:
+			er.Decision, er.Error = "error", s.Err.Error()
+		case !s.Matched:
+			er.Decision = "no match"
+		default:
+			er.Decision = s.Outcome.String()
+			if s.Key != nil {
+				rem := s.State.Remaining
+				er.Remaining = &rem
+			}
+			switch s.Outcome {
+			case rules.Blocked:
+				ex.Verdict = "429 by rule " + s.Rule.Name
+			case rules.Denied:
+				ex.Verdict = "403 by rule " + s.Rule.Name
+			}
+		}
+		ex.Rules = append(ex.Rules, er)
+	}
+	return ex
+}
+
+// WriteText prints ex for a terminal: one line per rule.
+func (ex Explanation) WriteText(w io.Writer) {
+	fmt.Fprintf(w, "%s %s\n", ex.Method, ex.Path)
+	if ex.Route == "" {
+		fmt.Fprintf(w, "verdict: %s\n", ex.Verdict)
+		return
+	}
+	fmt.Fprintf(w, "route: %s   mode: %s\n\n", ex.Route, ex.Mode)
+	for i, r := range ex.Rules {
+		fmt.Fprintf(w, "%2d. %-28s %-6s %-12s", i+1, r.Name, r.Action, r.Decision)
+		var extra []string
+		if r.KeyType != "" {
+			extra = append(extra, "key "+r.KeyType+" ("+r.KeyHash+")")
+		}
+		if len(r.Limits) > 0 {
+			extra = append(extra, "limit "+strings.Join(r.Limits, " + "))
+		}
+		if r.Remaining != nil {
+			extra = append(extra, fmt.Sprintf("remaining %d", *r.Remaining))
+		}
+		if r.Error != "" {
+			extra = append(extra, "error: "+r.Error)
+		}
+		fmt.Fprintf(w, " %s\n", strings.Join(extra, ", "))
+	}
+	fmt.Fprintf(w, "\nverdict: %s\n", ex.Verdict)
+}

@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/telemetry"
+)
+
+// Server is the public listener's handler across configurations: it holds
+// the live Gateway and swaps it atomically on reload. A request runs to
+// its end on the Gateway it started on, so in-flight requests finish on
+// the old rules. The store, the metrics, the key hasher and the run-time
+// mode switch outlive reloads, so counters survive for every rule whose
+// name, key and limit are unchanged (counter keys are made of those).
+type Server struct {
+	cur     atomic.Pointer[Gateway]
+	opts    Options
+	logOnly atomic.Bool
+	log     *slog.Logger
+
+	mu       sync.Mutex // serialises Reload and SetMode
+	fileMode string     // the mode the last loaded file said
+	hash     string
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// NewServer builds the first Gateway from f (defaults applied) and returns
+// the Server holding it, or every problem of f.
+func NewServer(f *config.File, data []byte, o Options) (*Server, config.Problems) {
+	s := &Server{opts: o, log: o.Logger}
+	if s.opts.KeyHasher == nil {
+		s.opts.KeyHasher = telemetry.NewKeyHasher("")
+	}
+	s.opts.LogOnly = &s.logOnly
+	s.logOnly.Store(f.Config.Mode == config.ModeLogOnly)
+	g, problems := New(f, s.opts)
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	s.cur.Store(g)
+	s.fileMode = f.Config.Mode
+	s.setHash(data)
+	o.Metrics.SetMode(s.logOnly.Load())
+	o.Metrics.Reloaded(true, s.hash)
+	return s, nil
+}
+
+// ServeHTTP hands the request to the live Gateway.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.cur.Load().ServeHTTP(w, r)
+}
+
+// Current returns the live Gateway.
+func (s *Server) Current() *Gateway { return s.cur.Load() }
+
+// Hash returns the live configuration's hash: "sha256:" and the first 16
+// hex digits of the SHA-256 of the file's bytes.
+func (s *Server) Hash() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hash
+}
+
+func (s *Server) setHash(data []byte) {
+	sum := sha256.Sum256(data)
+	s.hash = "sha256:" + hex.EncodeToString(sum[:8])
+}
+
+// Reload builds a Gateway from f (defaults applied; data is the file's
+// bytes, for the hash) and swaps it in, or keeps the live one and returns
+// every problem of f. It never interrupts a request. The run-time mode
+// (SetMode) is kept unless the file's own mode changed since the last
+// load, which then wins. Settings that only a restart applies (listeners,
+// TLS, store) are reported in the returned list of ignored changes.
+func (s *Server) Reload(f *config.File, data []byte) (ignored []string, problems config.Problems) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g, problems := New(f, s.opts)
+	if len(problems) > 0 {
+		s.opts.Metrics.Reloaded(false, s.hash)
+		return nil, problems
+	}
+	old := s.cur.Load()
+	ignored = restartOnly(&old.file.Config, &f.Config)
+	if f.Config.Mode != s.fileMode {
+		s.fileMode = f.Config.Mode
+		s.logOnly.Store(f.Config.Mode == config.ModeLogOnly)
+		s.opts.Metrics.SetMode(s.logOnly.Load())
+	}
+	s.cur.Store(g)
+	s.setHash(data)
+	s.opts.Metrics.Reloaded(true, s.hash)
+	old.closeIdle()
+	return ignored, nil
+}
+
+// LogOnly reports the run-time mode.
+func (s *Server) LogOnly() bool { return s.logOnly.Load() }
+
+// SetMode switches between enforcing (false) and log-only (true) without a
+// restart; it lasts until a reload whose file changes its mode.
+func (s *Server) SetMode(logOnly bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.logOnly.Store(logOnly)
+	s.opts.Metrics.SetMode(logOnly)
+}
+
+// restartOnly lists the settings that differ between a and b but that a
+// reload cannot apply.
+func restartOnly(a, b *config.Config) []string {
+	var out []string
+	if a.Listen != b.Listen {
+		out = append(out, "listen")
+	}
+	if a.Admin.Listen != b.Admin.Listen {
+		out = append(out, "admin.listen")
+	}
+	if a.TLS != b.TLS {
+		out = append(out, "tls")
+	}
+	if a.Store != b.Store {
+		out = append(out, "store")
+	}
+	return out
+}

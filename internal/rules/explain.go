@@ -1,0 +1,87 @@
+package rules
+
+import (
+	"context"
+	"unsafe"
+
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// Step is what one rule would do with a request, as Explain reports it.
+type Step struct {
+	Rule *Rule
+	// Reached is false for rules after the one that would answer.
+	Reached bool
+	// Matched reports whether the condition holds.
+	Matched bool
+	// Err is a condition, key or store failure (the rule would be skipped).
+	Err error
+	// Key is the counter key (nil for deny and allow rules).
+	Key []byte
+	// State is the counter state now (a peek: Remaining is how many more
+	// requests the limit admits), for count and block rules.
+	State ratelimit.Decision
+	// Outcome is what the rule would decide for this request.
+	Outcome Outcome
+}
+
+// Explain reports, rule by rule, what Evaluate would do with req, without
+// counting it: counters are only peeked at (a Take of zero events). A count
+// or block rule would refuse when its limit has nothing remaining.
+func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
+	logOnly := e.LogOnly != nil && e.LogOnly.Load()
+	steps := make([]Step, len(e.Set.Rules))
+	stopped := false
+	for i, r := range e.Set.Rules {
+		st := &steps[i]
+		st.Rule = r
+		if stopped {
+			continue
+		}
+		st.Reached = true
+		if r.when != nil {
+			out, _, err := r.when.Eval(activation{req})
+			if err != nil {
+				st.Err = err
+				continue
+			}
+			if b, ok := out.Value().(bool); !ok || !b {
+				continue
+			}
+		}
+		st.Matched = true
+		switch r.Action {
+		case Allow:
+			st.Outcome, stopped = Allowed, true
+			continue
+		case Deny:
+			if logOnly {
+				st.Outcome = WouldBlock
+			} else {
+				st.Outcome, stopped = Denied, true
+			}
+			continue
+		}
+		key, err := r.appendKey(nil, req)
+		st.Key = key
+		if err != nil {
+			st.Err = err
+			continue
+		}
+		d, err := e.Store.Take(ctx, unsafe.String(unsafe.SliceData(key), len(key)), 0, r.Limits...)
+		if err != nil {
+			st.Err = err
+			continue
+		}
+		st.State = d
+		switch {
+		case d.Remaining >= 1:
+			st.Outcome = Allowed
+		case r.Action == Count || logOnly:
+			st.Outcome = WouldBlock
+		default:
+			st.Outcome, stopped = Blocked, true
+		}
+	}
+	return steps
+}
