@@ -103,7 +103,7 @@ func TestServeQuickStart(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Errorf("serve exit code = %d, want 0; stderr:\n%s", code, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), `"msg":"shutting down:) {
+	if !strings.Contains(stderr.String(), `"msg":"shutting down:`) {
 		t.Errorf("no shutdown record in the log:\n%s", stderr.String())
 	}
 }
