@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/floodgate/floodgate/internal/config"
+)
+
+func init() {
+	register("diff", 40, "--config FILE ENV_A ENV_B", runDiff)
+}
+
+// thresholdPath matches the fields that are thresholds: a rule's limits.
+var thresholdPath = regexp.MustCompile(`^rules\[[^\]]+\]\.limits\[\d+\]$`)
+
+// runDiff prints every difference between two environments' effective
+// configurations and exits 0 only when all of them are thresholds (the
+// N/WINDOW limits of rules present in both), so a check in CI proves that
+// staging and production are "identical apart from thresholds".
+func runDiff(_ context.Context, env environ, args []string) error {
+	fs := newFlags(env, "diff", "--config FILE ENV_A ENV_B")
+	file := fs.String("config", "", "configuration `file` (required)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if *file == "" {
+		return usageError{errors.New("--config is required")}
+	}
+	if len(pos) != 2 {
+		return usageError{errors.New("want two environment names, such as: staging production")}
+	}
+	var flat [2][]field
+	var shown [2]map[string]string
+	for i, name := range pos {
+		f, _, problems, err := serveFlags{file: *file, env: name}.load(env)
+		if err != nil {
+			return err
+		}
+		problems = append(problems, f.Validate()...)
+		if len(problems) > 0 {
+			fmt.Fprintf(env.stderr, "environment %s:\n%s\n", name, dedupe(problems).Error())
+			return errReported
+		}
+		flat[i] = flatten(f.Config)
+		shown[i] = map[string]string{}
+		for _, fl := range flatten(config.Redacted(f.Config)) {
+			shown[i][fl.path] = fl.value
+		}
+	}
+	a, b := toMap(flat[0]), toMap(flat[1])
+	var paths []string
+	for _, fl := range append(flat[0], flat[1]...) {
+		if !slices.Contains(paths, fl.path) {
+			paths = append(paths, fl.path)
+		}
+	}
+	var thresholds, others []string
+	w := env.stdout
+	for _, p := range paths {
+		va, inA := a[p]
+		vb, inB := b[p]
+		if inA && inB && va == vb {
+			continue
+		}
+		kind := ""
+		if inA && inB && thresholdPath.MatchString(p) {
+			thresholds = append(thresholds, p)
+			kind = "  (threshold)"
+		} else {
+			others = append(others, p)
+		}
+		fmt.Fprintf(w, "%-44s %s: %s  %s: %s%s\n", p, pos[0], show(shown[0], p, inA), pos[1], show(shown[1], p, inB), kind)
+	}
+	switch {
+	case len(others) > 0:
+		fmt.Fprintf(w, "\n%s and %s differ in more than thresholds: %s\n", pos[0], pos[1], strings.Join(others, ", "))
+		return errReported
+	case len(thresholds) == 0:
+		fmt.Fprintf(w, "%s and %s are identical\n", pos[0], pos[1])
+	default:
+		fmt.Fprintf(w, "\n%s and %s differ only in thresholds (%d)\n", pos[0], pos[1], len(thresholds))
+	}
+	return nil
+}
+
+func show(m map[string]string, path string, present bool) string {
+	if !present {
+		return "(absent)"
+	}
+	return strconv.Quote(m[path])
+}
+
+type field struct{ path, value string }
+
+func toMap(fs []field) map[string]string {
+	m := make(map[string]string, len(fs))
+	for _, f := range fs {
+		m[f.path] = f.value
+	}
+	return m
+}
+
+// flatten lists every leaf of c as a field path and its value, in the
+// order of the file format. Items of lists whose elements have a name
+// (routes, rules) are addressed by it: rules[rate-limit-ip].limits[0].
+func flatten(c config.Config) []field {
+	var out []field
+	var walk func(path string, v reflect.Value)
+	walk = func(path string, v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			t := v.Type()
+			for i := range t.NumField() {
+				name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+				if name == "" || name == "-" {
+					continue
+				}
+				walk(join(path, name), v.Field(i))
+			}
+		case reflect.Map:
+			keys := v.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			for _, k := range keys {
+				walk(join(path, k.String()), v.MapIndex(k))
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				e := v.Index(i)
+				idx := strconv.Itoa(i)
+				if e.Kind() == reflect.Struct {
+					if n := e.FieldByName("Name"); n.IsValid() && n.String() != "" {
+						idx = n.String()
+					}
+				}
+				walk(path+"["+idx+"]", e)
+			}
+		default:
+			out = append(out, field{path, fmt.Sprint(v.Interface())})
+		}
+	}
+	walk("", reflect.ValueOf(c))
+	return out
+}
+
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
+}

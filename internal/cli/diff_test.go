@@ -1,0 +1,77 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDiffOnlyThresholds(t *testing.T) {
+	code, stdout, stderr := run(t, nil, "diff", "--config", "../../examples/mavedb.yaml", "staging", "production")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		`rules[rate-limit-ip].limits[0]               staging: "300/5m"  production: "1500/5m"  (threshold)`,
+		`rules[rate-limit-csv-endpoints].limits[0]`,
+		`rules[shadow-requests].limits[0]`,
+		"differ only in thresholds (3)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestDiffMoreThanThresholds(t *testing.T) {
+	code, stdout, _ := run(t, nil, "diff", "--config", "testdata/envs-differ.yaml", "staging", "production")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		`rules[per-ip].action`,
+		`rules[per-token].key[0]`,
+		`rules[per-ip].limits[0]`, // listed too, as a threshold
+		"differ in more than thresholds: rules[per-ip].action, rules[per-token].key[0]",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestDiffUsage(t *testing.T) {
+	if code, _, _ := run(t, nil, "diff", "--config", "../../examples/mavedb.yaml", "staging"); code != 2 {
+		t.Errorf("one environment: exit %d, want 2", code)
+	}
+	if code, _, stderr := run(t, nil, "diff", "--config", "../../examples/mavedb.yaml", "staging", "nope"); code != 1 || !strings.Contains(stderr, "nope") {
+		t.Errorf("unknown environment: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestExplainGPTBot(t *testing.T) {
+	code, stdout, stderr := run(t, nil, "explain", "--config", "../../examples/mavedb.yaml",
+		"GET", "/api/v1/score-sets/urn:mavedb:00000053-a-1/scores", "-H", "User-Agent: GPTBot/1.2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"block-ai-crawlers-on-csv     deny   denied",
+		"rate-limit-csv-endpoints     block  not reached",
+		"verdict: 403 by rule block-ai-crawlers-on-csv",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("explain lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Without the crawler's user agent, the CSV rule counts it.
+	_, stdout, _ = run(t, nil, "explain", "--config", "../../examples/mavedb.yaml", "--json",
+		"GET", "/api/v1/score-sets/urn:mavedb:00000053-a-1/scores", "--ip", "2001:db8::7")
+	for _, want := range []string{`"name": "rate-limit-csv-endpoints"`, `"decision": "allowed"`, `"remaining": 100`, `"key_type": "ip"`, `"verdict": "forward to upstream api"`} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("explain --json lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "2001:db8") {
+		t.Errorf("explain printed the client address:\n%s", stdout)
+	}
+}
