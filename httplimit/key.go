@@ -18,9 +18,9 @@ import (
 // their key, so the direct API and the middleware share counters.
 type Key struct {
 	kind   keyKind
-	header string                                 // keyHeader: canonical name
-	user   func(context.Context) (string, bool)   // keyUser
-	fn     func(r *http.Request) (string, bool)   // keyFunc
+	header string                               // keyHeader: canonical name
+	user   func(context.Context) (string, bool) // keyUser
+	fn     func(r *http.Request) (string, bool) // keyFunc
 }
 
 type keyKind uint8
@@ -134,4 +134,3 @@ func hasValue(b []byte) bool {
 	}
 	return false
 }
-

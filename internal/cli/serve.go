@@ -66,6 +66,12 @@ func runServe(ctx context.Context, env environ, args []string) error {
 		return errReported
 	}
 	var draining atomic.Bool
+	// SIGHUP reloads; subscribe before any listener is up, so that a
+	// SIGHUP sent once floodgate answers never finds the default action
+	// (exit) in place.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -144,9 +150,6 @@ func runServe(ctx context.Context, env environ, args []string) error {
 		"mode", c.Mode, "hash", srv.Hash())
 
 	reload := func(reason string) { sf.reload(env, srv, metrics, logger, reason) }
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	go func() {
 		for {
 			select {

@@ -12,9 +12,10 @@
 //     Mediapartners-Google, FeedBurner); and the "Mozilla/5.0 (compatible;
 //     NAME…)" form when NAME is not a browser engine (MSIE, Konqueror).
 //   - Browser: what is left that starts with "Mozilla/" or "Opera/" and
-//     names no automation tool (HeadlessChrome, PhantomJS, Electron is a
-//     browser; python, curl, wget, Java, Go-http-client, okhttp, axios,
-//     node-fetch, Postman, libwww-perl and similar are not).
+//     names no automation tool (HeadlessChrome, PhantomJS, Selenium,
+//     Puppeteer, Playwright, or a library such as python-requests, curl,
+//     wget, Java, Go-http-client, okhttp, axios, node-fetch, Postman,
+//     libwww-perl).
 //   - Script: everything else, including an empty User-Agent: every
 //     browser sends one.
 //
@@ -69,26 +70,49 @@ func Parse(s string) (Class, bool) {
 // Real User-Agents are shorter; a longer one is judged by its start.
 const MaxLen = 512
 
+// A word is a lower-case needle and the class it makes a User-Agent.
+type word struct {
+	text  []byte
+	class Class // Crawler anywhere; Script in a Mozilla-style User-Agent
+}
+
+var words = []word{
+	// Crawler words: any User-Agent holding one is a crawler.
+	{[]byte("bot"), Crawler}, {[]byte("crawl"), Crawler}, {[]byte("spider"), Crawler},
+	{[]byte("slurp"), Crawler}, {[]byte("archiver"), Crawler}, {[]byte("fetcher"), Crawler},
+	{[]byte("chatgpt-user"), Crawler}, {[]byte("anthropic-ai"), Crawler},
+	{[]byte("google-extended"), Crawler}, {[]byte("meta-externalagent"), Crawler},
+	{[]byte("scrapy"), Crawler}, {[]byte("facebookexternalhit"), Crawler},
+	{[]byte("mediapartners-google"), Crawler}, {[]byte("feedburner"), Crawler},
+	// Script words: a Mozilla-style User-Agent holding one is a script.
+	{[]byte("headless"), Script}, {[]byte("phantomjs"), Script}, {[]byte("python"), Script},
+	{[]byte("curl"), Script}, {[]byte("wget"), Script}, {[]byte("java"), Script},
+	{[]byte("go-http-client"), Script}, {[]byte("okhttp"), Script}, {[]byte("axios"), Script},
+	{[]byte("node-fetch"), Script}, {[]byte("postman"), Script}, {[]byte("libwww"), Script},
+	{[]byte("httpclient"), Script}, {[]byte("selenium"), Script}, {[]byte("puppeteer"), Script},
+	{[]byte("playwright"), Script},
+}
+
+// byFirst indexes words by their first byte, so one pass over a
+// User-Agent finds them all; pairs has a bit set for the first two bytes
+// of every word, so most positions are passed over after one test.
 var (
-	// Words that make any User-Agent a crawler.
-	crawlerWords = [][]byte{
-		[]byte("bot"), []byte("crawl"), []byte("spider"), []byte("slurp"),
-		[]byte("archiver"), []byte("fetcher"), []byte("chatgpt-user"),
-		[]byte("anthropic-ai"), []byte("google-extended"), []byte("meta-externalagent"),
-		[]byte("scrapy"), []byte("facebookexternalhit"), []byte("mediapartners-google"),
-		[]byte("feedburner"),
+	byFirst [256][]word
+	pairs   [1 << 16 / 64]uint64
+)
+
+func init() {
+	for _, w := range words {
+		byFirst[w.text[0]] = append(byFirst[w.text[0]], w)
+		p := uint16(w.text[0])<<8 | uint16(w.text[1])
+		pairs[p/64] |= 1 << (p % 64)
 	}
-	// Words that make a Mozilla-style User-Agent a script.
-	scriptWords = [][]byte{
-		[]byte("headless"), []byte("phantomjs"), []byte("python"), []byte("curl"),
-		[]byte("wget"), []byte("java"), []byte("go-http-client"), []byte("okhttp"),
-		[]byte("axios"), []byte("node-fetch"), []byte("postman"), []byte("libwww"),
-		[]byte("httpclient"), []byte("selenium"), []byte("puppeteer"), []byte("playwright"),
-	}
+}
+
+var (
 	compatible = []byte("mozilla/5.0 (compatible; ")
 	// Engines that use the "(compatible; …)" form and are browsers.
 	compatibleBrowsers = [][]byte{[]byte("msie"), []byte("konqueror")}
-	cubot              = []byte("cubot")
 	mozilla            = []byte("mozilla/")
 	opera              = []byte("opera/")
 )
@@ -111,8 +135,26 @@ func classify[T string | []byte](ua T) Class {
 		buf[i] = c
 	}
 	s := buf[:n]
-	if hasCrawlerWord(s) {
-		return Crawler
+	script := false
+	for i := 0; i+2 < len(s); i++ {
+		if p := uint16(s[i])<<8 | uint16(s[i+1]); pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, w := range byFirst[s[i]] {
+			t := w.text
+			if s[i+1] != t[1] || len(s)-i < len(t) || !bytes.Equal(s[i+2:i+len(t)], t[2:]) {
+				continue
+			}
+			if w.class == Script {
+				script = true
+				continue
+			}
+			// "bot" in "cubot" is a phone maker, not a bot.
+			if len(t) == 3 && i >= 2 && s[i-2] == 'c' && s[i-1] == 'u' {
+				continue
+			}
+			return Crawler
+		}
 	}
 	if rest, ok := bytes.CutPrefix(s, compatible); ok {
 		browser := false
@@ -126,36 +168,8 @@ func classify[T string | []byte](ua T) Class {
 			return Crawler
 		}
 	}
-	if !bytes.HasPrefix(s, mozilla) && !bytes.HasPrefix(s, opera) {
+	if script || !bytes.HasPrefix(s, mozilla) && !bytes.HasPrefix(s, opera) {
 		return Script
 	}
-	for _, w := range scriptWords {
-		if bytes.Contains(s, w) {
-			return Script
-		}
-	}
 	return Browser
-}
-
-// hasCrawlerWord reports whether the lower-cased s holds a crawler word;
-// "bot" does not count as part of "cubot" (a phone maker, in browser
-// User-Agents on its phones).
-func hasCrawlerWord(s []byte) bool {
-	for _, w := range crawlerWords[1:] {
-		if bytes.Contains(s, w) {
-			return true
-		}
-	}
-	bot := crawlerWords[0]
-	for off := 0; ; {
-		i := bytes.Index(s[off:], bot)
-		if i < 0 {
-			return false
-		}
-		i += off
-		if i < 2 || !bytes.Equal(s[i-2:i+3], cubot) {
-			return true
-		}
-		off = i + len(bot)
-	}
 }

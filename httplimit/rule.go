@@ -1,0 +1,406 @@
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/floodgate/floodgate/internal/respond"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// A RuleSpec describes a rule: what it counts by, how much it admits, and
+// how it answers. Only Name and Limits are required.
+type RuleSpec struct {
+	// Name identifies the rule: its counters (two rules never share one),
+	// the RateLimit-Policy it advertises, the problem's "rule" member and
+	// logs. Printable ASCII; unique within a Limiter. Required.
+	Name string
+	// Limits are enforced together: a request is admitted when every one
+	// admits it, and then counts against all of them (burst 60/1m plus
+	// sustained 5000/1d). Each is its own RateLimit policy, named Name
+	// when there is one limit and Name-WINDOW ("api-1m", "api-1d") when
+	// there are several, as in the gateway. Required.
+	Limits []ratelimit.Limit
+	// Key says what requests are counted by. Default (the zero Key) ByIP.
+	Key Key
+	// RetryAfter, if positive, is the Retry-After of every answer the rule
+	// gives, instead of the limiter's exact wait (MaveDB answers with
+	// Retry-After: 300). Default 0: computed.
+	RetryAfter time.Duration
+	// Message, if not empty, replaces the answers' detail text: a text per
+	// language tag ("en", "es"), the empty tag meaning the default
+	// language. Placeholders: {rule}, {limit}, {retry_after} (seconds),
+	// {retry_after_human}; see docs/answers.md.
+	Message map[string]string
+	// OnStoreError is the rule's failure policy. Default (0) the
+	// Limiter's Options.OnStoreError.
+	OnStoreError FailurePolicy
+	// Shadow makes the rule count and report, but never refuse (the
+	// gateway's action: count). A shadow rule puts no RateLimit fields on
+	// responses.
+	Shadow bool
+}
+
+// A Rule is a compiled RuleSpec bound to its Limiter: middleware (Wrap),
+// an in-handler check (Check) and a direct API (Take, Allow) over the
+// same counters. Make one with Limiter.NewRule; the zero Rule is not
+// usable. A Rule is immutable and safe for concurrent use.
+type Rule struct {
+	l        *Limiter
+	name     string
+	key      Key
+	keyType  string
+	limits   []ratelimit.Limit
+	prefix   string // counter-key prefix: namespace and rule name
+	onError  FailurePolicy
+	shadow   bool // this rule's Shadow, or the Limiter's LogOnly
+	fieldsOK bool // RateLimit fields on admitted responses
+	ans      *respond.Rule
+	policy   []string // RateLimit-Policy value, shared by every response
+
+	nextErrLog atomic.Int64 // Unix ns before which store errors are not logged
+	errsMuted  atomic.Int64 // store errors not logged since the last one
+}
+
+// keyNamespace starts every counter key, so that the rules of an
+// application never share a counter with the gateway's rules in a shared
+// store.
+const keyNamespace = "httplimit\x1f"
+
+// NewRule compiles spec into a Rule of l. The error lists every problem:
+// a missing or duplicate name, a name that is not printable ASCII, no
+// limits, an invalid limit (ratelimit.Limit.Validate), two limits with the
+// same window, a Key without its function, a negative RetryAfter, a bad
+// message, an unknown policy.
+//
+// Make rules once, at startup: a Limiter refuses a second rule of the same
+// name, so that two rules never count under one counter by accident. To
+// give several handlers one quota, wrap them all with the same Rule.
+func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	r := &Rule{
+		l:       l,
+		name:    spec.Name,
+		key:     spec.Key,
+		keyType: spec.Key.String(),
+		limits:  append([]ratelimit.Limit(nil), spec.Limits...),
+		prefix:  keyNamespace + spec.Name + "\x1f",
+		onError: spec.OnStoreError,
+		shadow:  spec.Shadow || l.logOnly,
+	}
+	r.fieldsOK = l.fields == FieldsAlways && !spec.Shadow
+	switch {
+	case spec.Name == "":
+		bad("name is required")
+	case strings.ContainsFunc(spec.Name, func(c rune) bool { return c < 0x20 || c > 0x7e }):
+		bad("name %q must be printable ASCII", spec.Name)
+	}
+	if len(spec.Limits) == 0 {
+		bad("no limits")
+	}
+	for i, lim := range spec.Limits {
+		if err := lim.Validate(); err != nil {
+			bad("limit %d (%s): %v", i, lim, err)
+		}
+	}
+	if !spec.Key.valid() {
+		bad("key %s has no %s", spec.Key, map[keyKind]string{keyHeader: "header name", keyUser: "user function", keyFunc: "function"}[spec.Key.kind])
+	}
+	switch spec.OnStoreError {
+	case 0:
+		r.onError = l.onError
+	case FailOpen, FailClosed:
+	default:
+		bad("unknown OnStoreError %s", spec.OnStoreError)
+	}
+
+	// The answers, built as the gateway builds a rule's (internal/gateway).
+	rs := respond.RuleSpec{Name: spec.Name, RetryAfter: spec.RetryAfter}
+	if len(spec.Limits) > 0 {
+		rs.Limit = spec.Limits[0].String()
+	}
+	for _, lim := range spec.Limits {
+		name := spec.Name
+		if len(spec.Limits) > 1 {
+			name += "-" + ratelimit.FormatWindow(lim.Window)
+		}
+		rs.Policies = append(rs.Policies, respond.Policy{Name: name, Quota: lim.Count, Window: lim.Window})
+	}
+	var err error
+	if rs.Message, err = respond.CompileMessage(spec.Message); err != nil {
+		errs = append(errs, err)
+	}
+	if r.ans, err = respond.NewRule(rs); err != nil && spec.Name != "" && len(spec.Limits) > 0 {
+		errs = append(errs, err)
+	}
+	if r.ans != nil {
+		r.policy = []string{r.ans.PolicyField()}
+	}
+
+	if len(errs) == 0 {
+		l.mu.Lock()
+		if l.ruleByName[spec.Name] {
+			bad("name is already used by another rule of this Limiter")
+		} else {
+			l.ruleByName[spec.Name] = true
+		}
+		l.mu.Unlock()
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("httplimit: rule %q: %w", spec.Name, errors.Join(errs...))
+	}
+	return r, nil
+}
+
+// Name returns the rule's name.
+func (r *Rule) Name() string { return r.name }
+
+// Wrap returns next limited by the rule: it counts each request under the
+// value the rule's Key finds in it and either passes it to next or
+// answers it itself (429 over the limit; 503 when the store fails and
+// the rule fails closed), as the package documentation describes.
+// Requests without a key value and CORS preflights go to next uncounted.
+//
+// Wrap has the shape of func(http.Handler) http.Handler, so r.Wrap can be
+// given to any middleware chain (chi's Use and With, alice, …). It does
+// not wrap the ResponseWriter: next sees the caller's, with its optional
+// interfaces (http.Flusher, http.Hijacker).
+func (r *Rule) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if isPreflight(req) {
+			next.ServeHTTP(w, req)
+			return
+		}
+		bp := bufPool.Get().(*[]byte)
+		buf, ok := r.key.appendValue(append((*bp)[:0], r.prefix...), r.l.resolver, req)
+		admit := true
+		if ok {
+			admit = r.check(w, req, buf)
+		}
+		putBuf(bp, buf)
+		if admit {
+			next.ServeHTTP(w, req)
+		}
+	})
+}
+
+// Check counts one request under key, the value the rule's Key would
+// find, and reports whether the request may go ahead. When it may not,
+// Check has written the rule's answer to w (429, or 503 when the store
+// failed and the rule fails closed), and the caller must write nothing
+// more. When it may, Check has put the RateLimit fields on w's header (as
+// Options.RateLimitFields says).
+//
+// It is Wrap's decision for handlers that know the key only after some
+// work of their own, such as loading the resource the request acts on.
+func (r *Rule) Check(w http.ResponseWriter, req *http.Request, key string) bool {
+	bp := bufPool.Get().(*[]byte)
+	buf := append(append((*bp)[:0], r.prefix...), key...)
+	admit := r.check(w, req, buf)
+	putBuf(bp, buf)
+	return admit
+}
+
+// Take counts one event under key (the value the rule's Key would find
+// in a request, such as the user's ID) and returns the decision to act
+// on: Allowed, or refused with how long to wait (RetryAfter). It is for
+// operations that are not HTTP requests: "may user U publish another
+// score set?".
+//
+// The Decision follows the rule's policies, so callers need not look at
+// the error to act correctly:
+//
+//   - In shadow mode a refusal is reported as WouldBlock and returned as
+//     Allowed, with RetryAfter zero.
+//   - When the store fails, the error says why (it wraps the store's
+//     error, and context.DeadlineExceeded after Options.StoreTimeout),
+//     and the Decision is the failure policy's: Allowed under FailOpen;
+//     under FailClosed refused with RetryAfter
+//     Options.FailClosedRetryAfter and Remaining 0.
+//
+// A refused event consumes no quota. Take does not retain key.
+func (r *Rule) Take(ctx context.Context, key string) (ratelimit.Decision, error) {
+	bp := bufPool.Get().(*[]byte)
+	buf := append(append((*bp)[:0], r.prefix...), key...)
+	d, _, err := r.decide(ctx, nil, buf)
+	putBuf(bp, buf)
+	return d, err
+}
+
+// Allow reports whether one more event under key may go ahead, counting
+// it if so: Take(ctx, key).Allowed. A store failure is decided by the
+// rule's failure policy (and logged); use Take to see it.
+func (r *Rule) Allow(ctx context.Context, key string) bool {
+	d, _ := r.Take(ctx, key)
+	return d.Allowed
+}
+
+// verdict is what the caller of decide does with the request.
+type verdict uint8
+
+const (
+	admit        verdict = iota // go ahead
+	admitFields                 // go ahead, with RateLimit fields
+	refuseLimit                 // 429
+	refuseFailed                // 503
+)
+
+// decide takes one event under the counter key (prefix included),
+// reports it, and returns the Decision to act on, what to do, and the
+// store's error. req, if not nil, is the request, for the log.
+func (r *Rule) decide(ctx context.Context, req *http.Request, key []byte) (ratelimit.Decision, verdict, error) {
+	d, err := r.l.take(ctx, unsafe.String(unsafe.SliceData(key), len(key)), r.limits)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("httplimit: rule %q: take: %w", r.name, err)
+		r.logStoreError(err)
+		if r.onError == FailClosed {
+			if r.shadow {
+				r.report(req, WouldBlock, ratelimit.Decision{}, err)
+				return ratelimit.Decision{Allowed: true}, admit, err
+			}
+			r.report(req, Blocked, ratelimit.Decision{}, err)
+			return ratelimit.Decision{RetryAfter: r.l.failRetry}, refuseFailed, err
+		}
+		r.report(req, Allowed, ratelimit.Decision{}, err)
+		return ratelimit.Decision{Allowed: true}, admit, err
+	case d.Allowed:
+		r.report(req, Allowed, d, nil)
+		if r.fieldsOK {
+			return d, admitFields, nil
+		}
+		return d, admit, nil
+	case r.shadow:
+		r.report(req, WouldBlock, d, nil)
+		d.Allowed, d.RetryAfter = true, 0
+		return d, admit, nil
+	}
+	r.report(req, Blocked, d, nil)
+	return d, refuseLimit, nil
+}
+
+// check is Check and Wrap's decision on the counter key, a pooled
+// buffer whose spare room formats the RateLimit field.
+func (r *Rule) check(w http.ResponseWriter, req *http.Request, key []byte) bool {
+	d, v, _ := r.decide(req.Context(), req, key)
+	switch v {
+	case admitFields:
+		r.setFields(w.Header(), d, key[len(key):])
+	case refuseLimit:
+		r.l.answers.Write(w, req, respond.Answer{Kind: respond.RateLimited, Rule: r.ans,
+			RetryAfter: d.RetryAfter, Limit: d.Limit, Remaining: d.Remaining})
+		return false
+	case refuseFailed:
+		r.l.answers.Write(w, req, respond.Answer{Kind: respond.Unavailable, Rule: r.ans,
+			RetryAfter: d.RetryAfter})
+		return false
+	}
+	return true
+}
+
+// setFields puts the rule's RateLimit-Policy and RateLimit fields for an
+// admitted request on h, unless h already has those of a rule (an outer
+// middleware) with no more remaining: the fields name the rule the
+// request came closest to, the first on a tie, as in the gateway. scratch
+// is spare room to format the field in.
+func (r *Rule) setFields(h http.Header, d ratelimit.Decision, scratch []byte) {
+	if v := h["Ratelimit"]; len(v) == 1 {
+		if rem, ok := remainingOf(v[0]); ok && rem <= d.Remaining {
+			return
+		}
+	}
+	f := respond.AppendRateLimit(scratch[:0], r.ans.PolicyName(d.Limit), d.Remaining, d.ResetAfter)
+	h["Ratelimit-Policy"] = r.policy
+	h["Ratelimit"] = []string{string(f)}
+}
+
+// remainingOf returns the r parameter of the first item of a RateLimit
+// field value, such as `"api";r=42;t=10`.
+func remainingOf(v string) (int64, bool) {
+	_, after, ok := strings.Cut(v, ";r=")
+	if !ok {
+		return 0, false
+	}
+	var n int64
+	i := 0
+	for ; i < len(after) && '0' <= after[i] && after[i] <= '9' && i < 18; i++ {
+		n = n*10 + int64(after[i]-'0')
+	}
+	return n, i > 0
+}
+
+// report tells Options.Observe and the log about one decision.
+func (r *Rule) report(req *http.Request, o Outcome, d ratelimit.Decision, err error) {
+	if f := r.l.observe; f != nil {
+		f(Event{Rule: r.name, Key: r.keyType, Outcome: o, Decision: d, Err: err})
+	}
+	if r.l.log == nil || o == Allowed || err != nil {
+		return
+	}
+	action := "block"
+	if r.shadow {
+		action = "count"
+	}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs,
+		slog.String("rule", r.name),
+		slog.String("action", action),
+		slog.String("decision", o.String()),
+	)
+	if req != nil {
+		attrs = append(attrs, slog.String("method", req.Method), slog.String("path", req.URL.Path))
+	}
+	attrs = append(attrs,
+		slog.String("key_type", r.keyType),
+		slog.String("limit", r.limits[min(max(d.Limit, 0), len(r.limits)-1)].String()),
+		slog.Int64("remaining", d.Remaining),
+		slog.Float64("retry_after_s", d.RetryAfter.Seconds()),
+	)
+	r.l.log.LogAttrs(context.Background(), slog.LevelInfo, "decision", attrs...)
+}
+
+// logStoreError logs err at most once a second for the rule, with the
+// number of errors not logged since the previous one.
+func (r *Rule) logStoreError(err error) {
+	if r.l.log == nil {
+		return
+	}
+	now := time.Now().UnixNano()
+	next := r.nextErrLog.Load()
+	if now < next || !r.nextErrLog.CompareAndSwap(next, now+int64(time.Second)) {
+		r.errsMuted.Add(1)
+		return
+	}
+	r.l.log.LogAttrs(context.Background(), slog.LevelWarn, "store failed",
+		slog.String("rule", r.name),
+		slog.String("policy", r.onError.String()),
+		slog.Int64("not_logged", r.errsMuted.Swap(0)),
+		slog.String("error", err.Error()))
+}
+
+// isPreflight reports whether req is a CORS preflight request.
+func isPreflight(req *http.Request) bool {
+	return req.Method == http.MethodOptions && len(req.Header["Access-Control-Request-Method"]) > 0
+}
+
+// bufPool holds the buffers counter keys are built in.
+var bufPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, 256)
+	return &b
+}}
+
+func putBuf(bp *[]byte, b []byte) {
+	if cap(b) <= 4<<10 {
+		*bp = b[:0]
+		bufPool.Put(bp)
+	}
+}

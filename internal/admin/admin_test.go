@@ -1,0 +1,185 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/floodgate/floodgate/internal/admin"
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/telemetry"
+)
+
+const token = "0123456789abcdef-admin"
+
+// newAdmin builds a Server from yaml and the admin handler around it.
+func newAdmin(t *testing.T, yaml string, ready func(context.Context) error) (http.Handler, *gateway.Server) {
+	t.Helper()
+	vars := map[string]string{"TOKEN": token}
+	f, err := config.Parse("t.yaml", []byte(yaml), "", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	m := telemetry.NewMetrics("test")
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{
+		Store: gateway.NewMemoryStore(0, nil, m), Metrics: m, Logger: slog.New(slog.DiscardHandler),
+	})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	return admin.Handler(admin.Options{Gatherer: m.Registry, Server: srv, Ready: ready}), srv
+}
+
+const withToken = `
+admin: {token: "${TOKEN}"}
+store: {url: memory}
+upstreams: {api: {url: "http://127.0.0.1:8081"}}
+rules:
+  - {name: bots, when: "request.user_agent.contains('GPTBot')", action: deny}
+  - {name: per-ip, limits: [10/1m]}
+`
+
+func do(h http.Handler, method, path, auth, body, remote string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if auth != "" {
+		r.Header.Set("Authorization", auth)
+	}
+	if remote != "" {
+		r.RemoteAddr = remote
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+func TestAuth(t *testing.T) {
+	h, _ := newAdmin(t, withToken, nil)
+	for _, tc := range []struct {
+		name, method, path, auth string
+		want                     int
+	}{
+		{"metrics open", "GET", "/metrics", "", 200},
+		{"healthz open", "GET", "/healthz", "", 200},
+		{"readyz open", "GET", "/readyz", "", 200},
+		{"config without token", "GET", "/admin/config", "", 401},
+		{"config wrong token", "GET", "/admin/config", "Bearer nope", 401},
+		{"config basic auth", "GET", "/admin/config", "Basic " + token, 401},
+		{"config with token", "GET", "/admin/config", "Bearer " + token, 200},
+		{"mode without token", "PUT", "/admin/mode", "", 401},
+		{"explain without token", "POST", "/admin/explain", "", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if w := do(h, tc.method, tc.path, tc.auth, "", ""); w.Code != tc.want {
+				t.Errorf("%s %s: %d, want %d (%s)", tc.method, tc.path, w.Code, tc.want, w.Body)
+			}
+		})
+	}
+}
+
+func TestNoTokenMeansLoopbackOnly(t *testing.T) {
+	h, _ := newAdmin(t, `upstreams: {api: {url: "http://127.0.0.1:8081"}}`, nil)
+	if w := do(h, "GET", "/admin/mode", "", "", "127.0.0.1:5000"); w.Code != 200 {
+		t.Errorf("loopback peer: %d, want 200", w.Code)
+	}
+	if w := do(h, "GET", "/admin/mode", "", "", "[::1]:5000"); w.Code != 200 {
+		t.Errorf("IPv6 loopback peer: %d, want 200", w.Code)
+	}
+	if w := do(h, "GET", "/admin/mode", "", "", "192.0.2.1:5000"); w.Code != 403 {
+		t.Errorf("remote peer: %d, want 403", w.Code)
+	}
+	// A forwarding header grants nothing.
+	r := httptest.NewRequest("GET", "/admin/mode", nil)
+	r.RemoteAddr = "192.0.2.1:5000"
+	r.Header.Set("X-Forwarded-For", "127.0.0.1")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != 403 {
+		t.Errorf("remote peer claiming loopback in X-Forwarded-For: %d, want 403", w.Code)
+	}
+}
+
+func TestConfigRedactsSecrets(t *testing.T) {
+	h, _ := newAdmin(t, withToken, nil)
+	w := do(h, "GET", "/admin/config", "Bearer "+token, "", "")
+	body := w.Body.String()
+	if strings.Contains(body, token) {
+		t.Errorf("secret in /admin/config:\n%s", body)
+	}
+	for _, want := range []string{`"token": "[redacted]"`, `"hash": "sha256:`, `"name": "per-ip"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/admin/config lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+func TestModeSwitch(t *testing.T) {
+	h, srv := newAdmin(t, withToken, nil)
+	auth := "Bearer " + token
+	if w := do(h, "PUT", "/admin/mode", auth, "log-only", ""); w.Code != 200 {
+		t.Fatalf("PUT log-only: %d %s", w.Code, w.Body)
+	}
+	if !srv.LogOnly() {
+		t.Error("mode not switched to log-only")
+	}
+	// A denied request is now only a would-block: explain says so.
+	w := do(h, "POST", "/admin/explain", auth, `{"method":"GET","path":"/x","headers":{"User-Agent":"GPTBot"}}`, "")
+	if !strings.Contains(w.Body.String(), `"decision": "would_block"`) || !strings.Contains(w.Body.String(), `"verdict": "forward to upstream api"`) {
+		t.Errorf("explain in log-only:\n%s", w.Body)
+	}
+	if w := do(h, "PUT", "/admin/mode", auth, `{"mode":"enforce"}`, ""); w.Code != 200 || srv.LogOnly() {
+		t.Errorf("PUT enforce (JSON): %d, log-only %v", w.Code, srv.LogOnly())
+	}
+	if w := do(h, "PUT", "/admin/mode", auth, "panic", ""); w.Code != 400 {
+		t.Errorf("PUT panic: %d, want 400", w.Code)
+	}
+	w = do(h, "GET", "/admin/mode", auth, "", "")
+	var got struct{ Mode string }
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || got.Mode != "enforce" {
+		t.Errorf("GET /admin/mode = %s, %v", w.Body, err)
+	}
+}
+
+func TestExplainLiveCounters(t *testing.T) {
+	h, srv := newAdmin(t, withToken, nil)
+	// Ten requests from one client through the gateway use its quota.
+	for range 10 {
+		r := httptest.NewRequest("GET", "/x", nil)
+		r.RemoteAddr = "198.51.100.7:4000"
+		srv.ServeHTTP(httptest.NewRecorder(), r)
+	}
+	w := do(h, "POST", "/admin/explain", "Bearer "+token, `{"method":"GET","path":"/x","ip":"198.51.100.7"}`, "")
+	var ex gateway.Explanation
+	if err := json.Unmarshal(w.Body.Bytes(), &ex); err != nil {
+		t.Fatalf("%v: %s", err, w.Body)
+	}
+	if ex.Verdict != "429 by rule per-ip" {
+		t.Errorf("verdict %q, want 429 by rule per-ip", ex.Verdict)
+	}
+	if r := ex.Rules[1]; r.Remaining == nil || *r.Remaining != 0 || r.KeyHash == "" {
+		t.Errorf("per-ip = %+v, want remaining 0 and a key hash", r)
+	}
+	if strings.Contains(w.Body.String(), "198.51.100.7") {
+		t.Error("explain echoed the client address")
+	}
+	for _, bad := range []string{`{"path":"x"}`, `{"path":"/","ip":"nope"}`, `{"path":"/","extra":1}`, `not json`} {
+		if w := do(h, "POST", "/admin/explain", "Bearer "+token, bad, ""); w.Code != 400 {
+			t.Errorf("explain %s: %d, want 400", bad, w.Code)
+		}
+	}
+}
+
+func TestReadyz(t *testing.T) {
+	h, _ := newAdmin(t, withToken, func(context.Context) error { return errors.New("shutting down") })
+	w := do(h, "GET", "/readyz", "", "", "")
+	if body, _ := io.ReadAll(w.Body); w.Code != 503 || !strings.Contains(string(body), "shutting down") {
+		t.Errorf("readyz: %d %s", w.Code, body)
+	}
+}

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// gatewayProc is `floodgate serve` running in-process on a temp config.
+type gatewayProc struct {
+	t              *testing.T
+	conf, pub, adm string
+	cancel         context.CancelFunc
+	done           chan int
+	stderr         *lockedBuffer
+}
+
+func startServe(t *testing.T, yaml string, extra ...string) *gatewayProc {
+	t.Helper()
+	g := &gatewayProc{t: t, pub: freeAddr(t), adm: freeAddr(t), done: make(chan int, 1), stderr: &lockedBuffer{}}
+	g.conf = filepath.Join(t.TempDir(), "floodgate.yaml")
+	g.write(yaml)
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	env := environ{lookup: func(k string) (string, bool) {
+		v, ok := map[string]string{"PUB": g.pub, "ADM": g.adm}[k]
+		return v, ok
+	}, stdout: io.Discard, stderr: g.stderr}
+	go func() { g.done <- run1(ctx, env, append([]string{"serve", "--config", g.conf}, extra...)) }()
+	waitFor(t, "http://"+g.adm+"/healthz")
+	t.Cleanup(func() {
+		cancel()
+		<-g.done
+	})
+	return g
+}
+
+func (g *gatewayProc) write(yaml string) {
+	g.t.Helper()
+	tmp := g.conf + ".tmp"
+	if err := os.WriteFile(tmp, []byte(yaml), 0o600); err != nil {
+		g.t.Fatal(err)
+	}
+	if err := os.Rename(tmp, g.conf); err != nil { // atomic, as editors and deploy tools do
+		g.t.Fatal(err)
+	}
+}
+
+func (g *gatewayProc) metric(series string) float64 {
+	g.t.Helper()
+	resp, err := http.Get("http://" + g.adm + "/metrics")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), series+" "); ok {
+			var v float64
+			fmt.Sscan(rest, &v)
+			return v
+		}
+	}
+	return -1
+}
+
+// waitMetric polls until series reaches want: reloads are asynchronous.
+func (g *gatewayProc) waitMetric(series string, want float64) {
+	g.t.Helper()
+	for range 500 {
+		if g.metric(series) >= want {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.t.Fatalf("%s never reached %v (now %v); log:\n%s", series, want, g.metric(series), g.stderr.String())
+}
+
+func (g *gatewayProc) status(path string) int {
+	g.t.Helper()
+	resp, err := http.Get("http://" + g.pub + path)
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func opsYAML(upstream, limit string) string {
+	return `
+listen: ${PUB}
+admin: {listen: "${ADM}"}
+server: {read_header_timeout: 300ms}
+upstreams: {api: {url: "` + upstream + `"}}
+rules:
+  - {name: per-ip, limits: [` + limit + `]}
+`
+}
+
+const reloadOK = `floodgate_config_reloads_total{result="success"}`
+const reloadFailed = `floodgate_config_reloads_total{result="failure"}`
+
+func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	g := startServe(t, opsYAML(up.URL, "2/1h"))
+	if g.status("/a") != 200 || g.status("/a") != 200 || g.status("/a") != 429 {
+		t.Fatal("the first configuration (2/1h) is not in force")
+	}
+
+	// A file change that raises the limit takes effect without a restart.
+	g.write(opsYAML(up.URL, "5/1h"))
+	g.waitMetric(reloadOK, 2)
+	if code := g.status("/a"); code != 200 {
+		t.Errorf("after raising the limit by editing the file: %d, want 200", code)
+	}
+
+	// An invalid file is rejected and logged; the running rules stay.
+	g.write(opsYAML(up.URL, "five/1h"))
+	g.waitMetric(reloadFailed, 1)
+	if code := g.status("/a"); code != 200 {
+		t.Errorf("after an invalid file: %d, want 200 (the previous rules)", code)
+	}
+	if !strings.Contains(g.stderr.String(), "configuration rejected: the previous configuration keeps running") ||
+		!strings.Contains(g.stderr.String(), "five/1h") {
+		t.Errorf("the rejection is not logged with its reason:\n%s", g.stderr.String())
+	}
+
+	// SIGHUP reloads too (the watcher is off here, so only SIGHUP can).
+	g2 := startServe(t, opsYAML(up.URL, "1/1h"), "--no-watch")
+	g2.status("/b")
+	g2.write(opsYAML(up.URL, "3/1h"))
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	g2.waitMetric(reloadOK, 2)
+	if code := g2.status("/b"); code != 200 {
+		t.Errorf("after SIGHUP with a higher limit: %d, want 200", code)
+	}
+}
+
+func TestInFlightRequestFinishesOnShutdown(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+		io.WriteString(w, "the upstream's answer")
+	}))
+	defer up.Close()
+	g := startServe(t, opsYAML(up.URL, "100/1m"))
+
+	type result struct {
+		code int
+		body string
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		resp, err := http.Get("http://" + g.pub + "/slow")
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		res <- result{resp.StatusCode, string(b), err}
+	}()
+	<-arrived
+	g.cancel() // what SIGTERM does: main's signal context ends
+	// The gateway stops accepting new connections...
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", g.pub)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if i == 500 {
+			t.Fatal("the listener still accepts connections after shutdown began")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// ...and the request in flight still gets its upstream's answer.
+	close(release)
+	r := <-res
+	if r.err != nil || r.code != 200 || r.body != "the upstream's answer" {
+		t.Errorf("in-flight request: %d %q %v, want 200 with the upstream's answer", r.code, r.body, r.err)
+	}
+	if code := <-g.done; code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	g.done <- 0 // for the cleanup
+}
+
+func TestSlowlorisIsCutOff(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	g := startServe(t, opsYAML(up.URL, "1000/1m")) // read_header_timeout: 300ms
+
+	conn, err := net.Dial("tcp", g.pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: "); err != nil {
+		t.Fatal(err)
+	}
+	// Trickle one byte at a time for up to 20 s; the server must hang up
+	// long before (after 300 ms), while serving other clients meanwhile.
+	cut := false
+	for i := 0; i < 400 && !cut; i++ {
+		time.Sleep(50 * time.Millisecond)
+		if _, err := conn.Write([]byte("a")); err != nil {
+			cut = true
+		}
+		if i == 2 {
+			if code := g.status("/normal"); code != 200 {
+				t.Errorf("a normal client during the slowloris: %d, want 200", code)
+			}
+		}
+		conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+		var b [1]byte
+		if _, err := conn.Read(b[:]); err != nil && !isTimeout(err) {
+			cut = true // EOF or reset: the server closed the connection
+		} else if err == nil {
+			cut = true // the server answered (408) instead of waiting
+		}
+	}
+	if !cut {
+		t.Error("a client trickling its headers for 20 s was never cut off")
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}

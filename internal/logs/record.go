@@ -1,0 +1,109 @@
+// Package logs reads HTTP request logs for floodgate's tuning tools (SPEC
+// T1): nginx and Apache common and combined logs, AWS Application Load
+// Balancer access logs, AWS WAF JSON logs, and floodgate's own JSON logs
+// (the access log of telemetry.AccessLog and the decision log). Input may
+// be gzip-compressed (detected by its magic bytes) and the format is
+// detected from the first lines unless given.
+//
+// A Reader yields one Record per parsed line. Lines that do not parse are
+// counted and skipped, never fatal. The readers are the hot path of
+// `floodgate baseline` and `floodgate replay`: they use no regular
+// expressions, parse timestamps by hand, and reuse one buffer, so that
+// reading a line allocates nothing.
+//
+// Packages below this one use the records: baseline (per-client peaks and
+// suggested thresholds), replay (the rule engine over recorded traffic),
+// query (saved queries over floodgate's own logs) and report (tables,
+// JSON and HTML).
+package logs
+
+import (
+	"time"
+
+	"github.com/floodgate/floodgate/internal/uaclass"
+)
+
+// Kind says what a Record describes.
+type Kind uint8
+
+// Kinds.
+const (
+	// KindRequest is one HTTP request: a line of an access log (common,
+	// combined, ALB, WAF, floodgate's access log).
+	KindRequest Kind = iota
+	// KindDecision is one rule decision of floodgate's decision log. One
+	// request may have several, one per rule it matched; they carry no
+	// client address and no User-Agent, so baseline and replay skip them.
+	KindDecision
+)
+
+// A Record is one parsed log line. Its byte slices point into the Reader's
+// buffers and are valid only until the next call to Reader.Next; copy what
+// must be kept. Fields the format does not have are empty (zero).
+type Record struct {
+	Kind Kind
+	// Time is when the request arrived (common, combined: when it was
+	// received; ALB: when the response was sent), in Unix nanoseconds.
+	Time int64
+	// Client identifies the client as the log gives it: an IP address
+	// (ALB's port removed), a host name (common and combined logs of
+	// servers that resolve names), or a keyed hash (floodgate's logs; see
+	// ClientHashed).
+	Client []byte
+	// ClientHashed reports that Client is a keyed hash, not an address.
+	ClientHashed bool
+	// Method is the request method as logged, such as "GET"; empty when
+	// the request line was malformed.
+	Method []byte
+	// Target is the request target as logged: path and query, still
+	// percent-encoded ("/a%20b?q=1"); empty when the request line was
+	// malformed. floodgate's logs give the cleaned, decoded path.
+	Target []byte
+	// Host is the requested host when the log has it (ALB, WAF), without
+	// port.
+	Host []byte
+	// UserAgent is the User-Agent; HasUserAgent reports that the format
+	// records one (an empty UserAgent with HasUserAgent means none was
+	// sent).
+	UserAgent    []byte
+	HasUserAgent bool
+	// Class is the client class when the log records it (floodgate's
+	// access log); Unknown otherwise. See Reader.Class.
+	Class uaclass.Class
+	// Status is the response status, 0 when unknown.
+	Status int
+	// Bytes is the response size in bytes, -1 when unknown.
+	Bytes int64
+	// Route is the route name (floodgate's logs).
+	Route []byte
+	// Rule and Decision are the rule and its decision ("blocked",
+	// "would_block", "denied", "allowed") of a KindDecision record.
+	Rule, Decision []byte
+	// BlockedBy is the rule that answered the request itself (floodgate's
+	// access log), or empty.
+	BlockedBy []byte
+	// WouldBlock are the rules that would have refused the request
+	// without answering it: count rules over their limit, and every rule
+	// in log-only mode (floodgate's access log).
+	WouldBlock [][]byte
+}
+
+// At returns Time as a time.Time in UTC.
+func (r *Record) At() time.Time { return time.Unix(0, r.Time).UTC() }
+
+// Limited reports whether a rule refused the request or would have: it
+// was blocked or denied, would have been, or (in logs without rule names)
+// was answered with 429 Too Many Requests.
+func (r *Record) Limited() bool {
+	switch r.Kind {
+	case KindDecision:
+		d := string(r.Decision)
+		return d == "blocked" || d == "would_block" || d == "denied"
+	}
+	return len(r.BlockedBy) > 0 || len(r.WouldBlock) > 0 || r.Status == 429
+}
+
+func (r *Record) reset() {
+	wb := r.WouldBlock[:0]
+	*r = Record{Bytes: -1, WouldBlock: wb}
+}
