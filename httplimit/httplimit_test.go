@@ -54,15 +54,18 @@ func TestPerIP(t *testing.T) {
 		{req: a, status: 200},
 		{req: a2, status: 200},
 		{req: a, status: 200},
-		{req: a2, status: 429, retry: "60"}, // sliding window at 12:04:00: the window 12:04–12:05 counts in full until 12:05:00, then weighs 3×(60−e)/60
+		// Sliding window, from 12:04:00, the start of a window: the 3 weigh
+		// 3×(60s−e)/60s at e into the next one, which leaves room for one
+		// more at 12:05:20.
+		{req: a2, status: 429, retry: "80"},
 		{req: b, status: 200},
 		{req: b2, status: 200},
 		{req: b, status: 200},
-		{req: b2, status: 429, retry: "60"},
+		{req: b2, status: 429, retry: "80"},
 		{req: b3, status: 200},
-		{req: a, advance: time.Minute, status: 200},
+		{req: a, advance: 80 * time.Second, status: 200},
 	})
-	if got, want := next.n.Load(), int64(7); got != want {
+	if got, want := next.n.Load(), int64(8); got != want {
 		t.Errorf("next served %d requests, want %d", got, want)
 	}
 }
@@ -83,15 +86,17 @@ func TestPerUser(t *testing.T) {
 	runSteps(t, c, h, []step{
 		{req: alice, status: 200},
 		{req: aliceElsewhere, status: 200},
-		{req: alice, status: 429, retry: "3600"},
-		{req: aliceElsewhere, status: 429, retry: "3600"}, // a user's quota follows the user, not the address
+		// 12:04 is 4 minutes into the window 12:00–13:00; the 2 weigh
+		// 2×(60m−e)/60m at e into the next one: room for one at 13:30.
+		{req: alice, status: 429, retry: "5160"},
+		{req: aliceElsewhere, status: 429, retry: "5160"}, // a user's quota follows the user, not the address
 		{req: bob, status: 200},
 		{req: bob, status: 200},
-		{req: bob, status: 429, retry: "3600"},
+		{req: bob, status: 429, retry: "5160"},
 		{req: anon, status: 200}, // no user: not counted by this rule
 		{req: anon, status: 200},
 		{req: anon, status: 200},
-		{req: alice, advance: time.Hour, status: 200},
+		{req: alice, advance: 86 * time.Minute, status: 200},
 	})
 }
 
@@ -153,7 +158,7 @@ func TestByHeader(t *testing.T) {
 	key := func(v ...string) request { return request{header: http.Header{"X-Api-Key": v}} }
 	runSteps(t, c, h, []step{
 		{req: key("k1"), status: 200},
-		{req: key("k1"), status: 429, retry: "60"},
+		{req: key("k1"), status: 429, retry: "120"}, // 1/1m: room again when the window of the first has passed in full
 		{req: key("k2"), status: 200},
 		{req: key("k1", "k2"), status: 200}, // two lines: "k1,k2", another value
 		{req: key(""), status: 200},          // empty: not counted
@@ -178,11 +183,11 @@ func TestGlobalAndFunc(t *testing.T) {
 	runSteps(t, c, global.Wrap(&ok{}), []step{
 		{req: request{remote: "192.0.2.1:1"}, status: 200},
 		{req: request{remote: "192.0.2.2:1"}, status: 200},
-		{req: request{remote: "192.0.2.3:1"}, status: 429, retry: "60"},
+		{req: request{remote: "192.0.2.3:1"}, status: 429, retry: "90"},
 	})
 	runSteps(t, c, byOrg.Wrap(&ok{}), []step{
 		{req: request{path: "/?org=a"}, status: 200},
-		{req: request{path: "/?org=a"}, status: 429, retry: "60"},
+		{req: request{path: "/?org=a"}, status: 429, retry: "120"},
 		{req: request{path: "/?org=b"}, status: 200},
 		{req: request{path: "/"}, status: 200},
 		{req: request{path: "/"}, status: 200},
@@ -201,8 +206,8 @@ func TestPreflightNotCounted(t *testing.T) {
 		{req: preflight, status: 200},
 		{req: request{}, status: 200},
 		{req: preflight, status: 200}, // over the limit, the preflight still passes
-		{req: request{}, status: 429, retry: "60"},
-		{req: request{method: "OPTIONS"}, status: 429, retry: "60"}, // a plain OPTIONS is a request like any other
+		{req: request{}, status: 429, retry: "120"},
+		{req: request{method: "OPTIONS"}, status: 429, retry: "120"}, // a plain OPTIONS is a request like any other
 	})
 }
 
@@ -235,16 +240,18 @@ func TestChain(t *testing.T) {
 		want
 	}{
 		// per-ip has 4 left, per-user 1: per-user's fields, the closest.
-		{alice, want{200, `"per-user";r=1;t=60`, `"per-user";q=2;w=60`}},
-		{alice, want{200, `"per-user";r=0;t=60`, `"per-user";q=2;w=60`}},
+		// t is ResetAfter: the sliding window is empty again at 12:06.
+		{alice, want{200, `"per-user";r=1;t=120`, `"per-user";q=2;w=60`}},
+		{alice, want{200, `"per-user";r=0;t=120`, `"per-user";q=2;w=60`}},
 		// per-user refuses: per-ip counted it (it came first), per-user did not.
-		{alice, want{429, `"per-user";r=0;t=60`, `"per-user";q=2;w=60`}},
+		// On a refusal t is Retry-After.
+		{alice, want{429, `"per-user";r=0;t=90`, `"per-user";q=2;w=60`}},
 		// Anonymous: only per-ip counts, 1 left after this one.
-		{request{}, want{200, `"per-ip";r=1;t=60`, `"per-ip";q=5;w=60`}},
-		{request{}, want{200, `"per-ip";r=0;t=60`, `"per-ip";q=5;w=60`}},
-		{request{}, want{429, `"per-ip";r=0;t=60`, `"per-ip";q=5;w=60`}},
+		{request{}, want{200, `"per-ip";r=1;t=120`, `"per-ip";q=5;w=60`}},
+		{request{}, want{200, `"per-ip";r=0;t=120`, `"per-ip";q=5;w=60`}},
+		{request{}, want{429, `"per-ip";r=0;t=72`, `"per-ip";q=5;w=60`}},
 		// Another user at the same address: per-ip refuses before per-user is asked.
-		{request{user: "bob"}, want{429, `"per-ip";r=0;t=60`, `"per-ip";q=5;w=60`}},
+		{request{user: "bob"}, want{429, `"per-ip";r=0;t=72`, `"per-ip";q=5;w=60`}},
 	}
 	for i, s := range steps {
 		rec := serve(h, s.req)
@@ -274,7 +281,9 @@ func TestDirectAPI(t *testing.T) {
 		t.Fatalf("first publication: %d", rec.Code)
 	}
 	d, err := pub.Take(ctx, "alice")
-	if want := (ratelimit.Decision{Allowed: true, Remaining: 1, ResetAfter: 2 * time.Hour}); err != nil || d != want {
+	// Windows are aligned to the hour: the counter is empty again when the
+	// window after 12:00–13:00 has passed, at 14:00.
+	if want := (ratelimit.Decision{Allowed: true, Remaining: 1, ResetAfter: 2*time.Hour - 4*time.Minute}); err != nil || d != want {
 		t.Errorf(`Take("alice") = %+v, %v; want %+v`, d, err, want)
 	}
 	if !pub.Allow(ctx, "alice") {
@@ -284,13 +293,13 @@ func TestDirectAPI(t *testing.T) {
 		t.Errorf(`Allow("alice") = true after 3 of 3`)
 	}
 	d, err = pub.Take(ctx, "alice")
-	if err != nil || d.Allowed || d.RetryAfter != 2*time.Hour-4*time.Minute {
-		// Windows are aligned to the hour: 12:00–13:00 counts in full until 13:00,
-		// then weighs less; one more fits once 3×(1h−e)/1h ≤ 2, at 13:20.
-		t.Errorf(`Take("alice") = %+v, %v; want refused, RetryAfter 1h56m`, d, err)
+	if err != nil || d.Allowed || d.RetryAfter != time.Hour+16*time.Minute {
+		// 12:00–13:00 counts in full until 13:00, then weighs less; one
+		// more fits once 3×(1h−e)/1h ≤ 2, at 13:20.
+		t.Errorf(`Take("alice") = %+v, %v; want refused, RetryAfter 1h16m`, d, err)
 	}
-	if rec := serve(pub.Wrap(&ok{}), request{user: "alice"}); rec.Code != 429 || rec.Header().Get("Retry-After") != "6960" {
-		t.Errorf("publication after the direct ones: %d, Retry-After %q; want 429, 6960", rec.Code, rec.Header().Get("Retry-After"))
+	if rec := serve(pub.Wrap(&ok{}), request{user: "alice"}); rec.Code != 429 || rec.Header().Get("Retry-After") != "4560" {
+		t.Errorf("publication after the direct ones: %d, Retry-After %q; want 429, 4560", rec.Code, rec.Header().Get("Retry-After"))
 	}
 
 	// Check: the key found by the handler itself.
@@ -305,8 +314,8 @@ func TestDirectAPI(t *testing.T) {
 		t.Errorf("Check(alice) answered %d, want 429", rec.Code)
 	}
 	rec := serve(h, request{path: "/?owner=bob"})
-	if rec.Code != 204 || rec.Header().Get("RateLimit") != `"publications";r=2;t=3360` {
-		t.Errorf("Check(bob) answered %d, RateLimit %q; want 204, r=2;t=3360", rec.Code, rec.Header().Get("RateLimit"))
+	if rec.Code != 204 || rec.Header().Get("RateLimit") != `"publications";r=2;t=6960` {
+		t.Errorf("Check(bob) answered %d, RateLimit %q; want 204, r=2;t=6960", rec.Code, rec.Header().Get("RateLimit"))
 	}
 }
 
@@ -417,7 +426,7 @@ func TestShadow(t *testing.T) {
 		fields string // RateLimit on the first, admitted, response
 	}{
 		{"rule", httplimit.Options{}, true, ""}, // a count rule advertises nothing
-		{"log-only", httplimit.Options{LogOnly: true}, false, `"r";r=0;t=60`},
+		{"log-only", httplimit.Options{LogOnly: true}, false, `"r";r=0;t=120`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClock()
@@ -459,7 +468,7 @@ func TestRateLimitFieldsOption(t *testing.T) {
 		admitted, label string
 		refused         bool
 	}{
-		{httplimit.FieldsAlways, `"r";r=1;t=60`, "always", true},
+		{httplimit.FieldsAlways, `"r";r=1;t=120`, "always", true},
 		{httplimit.FieldsOnRefusal, "", "on refusal", true},
 		{httplimit.FieldsNever, "", "never", false},
 	} {

@@ -122,9 +122,15 @@ func runServe(ctx context.Context, env environ, args []string) error {
 		h := admin.Handler(admin.Options{
 			Gatherer: metrics.Registry,
 			Server:   srv,
-			Ready: func(context.Context) error {
+			Ready: func(ctx context.Context) error {
 				if draining.Load() {
 					return errors.New("shutting down")
+				}
+				// A store that can fail (Redis) must answer.
+				if p, ok := any(store).(interface{ Ping(context.Context) error }); ok {
+					if err := p.Ping(ctx); err != nil {
+						return fmt.Errorf("store: %w", err)
+					}
 				}
 				return nil
 			},
