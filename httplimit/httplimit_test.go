@@ -161,7 +161,7 @@ func TestByHeader(t *testing.T) {
 		{req: key("k1"), status: 429, retry: "120"}, // 1/1m: room again when the window of the first has passed in full
 		{req: key("k2"), status: 200},
 		{req: key("k1", "k2"), status: 200}, // two lines: "k1,k2", another value
-		{req: key(""), status: 200},          // empty: not counted
+		{req: key(""), status: 200},         // empty: not counted
 		{req: key(""), status: 200},
 		{req: request{}, status: 200}, // absent: not counted
 		{req: request{}, status: 200},

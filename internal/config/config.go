@@ -115,6 +115,20 @@ type Upstream struct {
 	// or https, with a host, and no credentials, query or fragment. Its
 	// path, if any, prefixes every forwarded path.
 	URL string `yaml:"url" json:"url"`
+	// Timeouts bound every request to this upstream (routes may override).
+	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
+}
+
+// Timeouts bound a request to an upstream (SPEC C2). Durations are Go
+// durations; empty means the default (or, on a route, the upstream's).
+type Timeouts struct {
+	// Connect bounds dialing the upstream. Default "5s".
+	Connect string `yaml:"connect" json:"connect,omitempty"`
+	// ResponseHeader bounds the wait for the response's header after the
+	// request is sent. Default "30s".
+	ResponseHeader string `yaml:"response_header" json:"response_header,omitempty"`
+	// Total bounds the whole exchange, body included. Default none.
+	Total string `yaml:"total" json:"total,omitempty"`
 }
 
 // Route sends requests whose path matches Path to Upstream.
@@ -138,6 +152,17 @@ type Route struct {
 	// matched segment (see ParseRewrite). Default: the request path
 	// unchanged.
 	Rewrite string `yaml:"rewrite" json:"rewrite,omitempty"`
+	// MaxInflight caps the route's requests in flight in this gateway
+	// process; over it, 503 at once (SPEC C1). Default 0: no cap.
+	MaxInflight int `yaml:"max_inflight" json:"max_inflight,omitempty"`
+	// Timeouts override the upstream's for this route.
+	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
+	// TimeoutStatus is the status of the answer when the upstream times
+	// out: 504 (default) or 503.
+	TimeoutStatus int `yaml:"timeout_status" json:"timeout_status,omitempty"`
+	// RetryAfter is the Retry-After of the route's 503/504 answers
+	// (capacity, timeouts). Default "10s".
+	RetryAfter string `yaml:"retry_after" json:"retry_after,omitempty"`
 }
 
 // Rule is one rate rule (SPEC G3).
@@ -173,6 +198,29 @@ type Rule struct {
 	// Message is the body text of this rule's answers: one string, or a
 	// map from language tag (en, es, pt-BR) to string.
 	Message Message `yaml:"message" json:"message,omitempty"`
+	// Candidates are shadow limits evaluated on the same key next to the
+	// live ones, each reported as its own series, so a threshold can be
+	// tuned on live traffic without a second rule (SPEC G5).
+	Candidates []string `yaml:"candidates" json:"candidates,omitempty"`
+	// Ban, once the rule refuses a key, keeps refusing it for this long
+	// ("10m"), whatever its counters say (SPEC G3).
+	Ban string `yaml:"ban" json:"ban,omitempty"`
+	// CountWhen, a CEL condition over the response (response.status,
+	// response.headers), counts a request only when it holds, after the
+	// response: "response.status == 401" counts failed logins only. The
+	// limit is checked before forwarding.
+	CountWhen string `yaml:"count_when" json:"count_when,omitempty"`
+	// Cost is what a request costs against the limits: requests (default,
+	// 1 each), upstream_seconds (measured upstream time), response_bytes,
+	// or header:NAME (a number the upstream sends in that response
+	// header). Costs other than requests are charged after the response.
+	Cost string `yaml:"cost" json:"cost,omitempty"`
+	// MaxInflight caps the rule's requests in flight in this gateway
+	// process, all keys together; over it, 503 at once (SPEC C1).
+	MaxInflight int `yaml:"max_inflight" json:"max_inflight,omitempty"`
+	// MaxInflightPerKey caps the rule's requests in flight per key, in
+	// this gateway process.
+	MaxInflightPerKey int `yaml:"max_inflight_per_key" json:"max_inflight_per_key,omitempty"`
 }
 
 // Responses shapes every answer floodgate gives itself (SPEC G4).

@@ -421,3 +421,47 @@ func ParseTimeout(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// Costs a rule may count (Rule.Cost).
+const (
+	CostRequests        = "requests"
+	CostUpstreamSeconds = "upstream_seconds"
+	CostResponseBytes   = "response_bytes"
+	CostHeader          = "header"
+)
+
+// CostForms lists the forms Rule.Cost may take, for messages and docs.
+func CostForms() []string {
+	return []string{CostRequests, CostUpstreamSeconds, CostResponseBytes, "header:NAME"}
+}
+
+// ParseCost parses a rule's cost: requests, upstream_seconds,
+// response_bytes or header:NAME (the header name is canonicalised).
+func ParseCost(s string) (kind, header string, err error) {
+	switch s {
+	case "", CostRequests:
+		return CostRequests, "", nil
+	case CostUpstreamSeconds, CostResponseBytes:
+		return s, "", nil
+	}
+	if name, ok := strings.CutPrefix(s, CostHeader+":"); ok {
+		if !isToken(name) {
+			return "", "", fmt.Errorf("cost %q: %q is not a header name", s, name)
+		}
+		return CostHeader, textproto.CanonicalMIMEHeaderKey(name), nil
+	}
+	return "", "", fmt.Errorf("unknown cost %q", s)
+}
+
+// ParseBan parses a rule's ban duration: a Go duration or whole days, from
+// 1s to 366d.
+func ParseBan(s string) (time.Duration, error) {
+	d, err := ratelimit.ParseWindow(s)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("ban %q is not a duration such as 10m, 1h or 1d", s)
+	case d < time.Second || d > ratelimit.MaxWindow:
+		return 0, fmt.Errorf("ban %q must be from 1s to 366d", s)
+	}
+	return d, nil
+}

@@ -156,6 +156,20 @@ func (v *validator) upstreams() {
 		if msg := checkUpstreamURL(v.c.Upstreams[name].URL); msg != "" {
 			v.add(joinKey(path, "url"), msg)
 		}
+		v.timeouts(joinKey(path, "timeouts"), v.c.Upstreams[name].Timeouts)
+	}
+}
+
+func (v *validator) timeouts(path string, t Timeouts) {
+	for _, d := range []struct{ field, val string }{
+		{"connect", t.Connect}, {"response_header", t.ResponseHeader}, {"total", t.Total},
+	} {
+		if d.val == "" {
+			continue
+		}
+		if _, err := ParseTimeout(d.val); err != nil {
+			v.add(joinKey(path, d.field), err.Error())
+		}
 	}
 }
 
@@ -193,6 +207,16 @@ func (v *validator) routes() {
 	upstreams := sortedKeys(v.c.Upstreams)
 	for i, r := range v.c.Routes {
 		path := indexPath("routes", i)
+		v.timeouts(joinKey(path, "timeouts"), r.Timeouts)
+		v.intRange(joinKey(path, "max_inflight"), r.MaxInflight, 0, 1000000)
+		if r.TimeoutStatus != 0 && r.TimeoutStatus != 503 && r.TimeoutStatus != 504 {
+			v.add(joinKey(path, "timeout_status"), fmt.Sprintf("%d is not a timeout status", r.TimeoutStatus), "503", "504")
+		}
+		if r.RetryAfter != "" {
+			if _, err := ParseRetryAfter(r.RetryAfter); err != nil {
+				v.add(joinKey(path, "retry_after"), err.Error())
+			}
+		}
 		switch j, dup := names[r.Name]; {
 		case r.Name == "":
 			v.add(joinKey(path, "name"), "a route needs a name")
@@ -310,8 +334,42 @@ func (v *validator) rules() {
 				}
 			}
 		}
-		if counts && len(r.Limits) == 0 {
-			v.add(at("limits"), fmt.Sprintf("a %s rule needs at least one limit, such as limits: [100/5m]", r.Action))
+		caps := r.MaxInflight > 0 || r.MaxInflightPerKey > 0
+		if counts && len(r.Limits) == 0 && !caps {
+			v.add(at("limits"), fmt.Sprintf("a %s rule needs at least one limit, such as limits: [100/5m], or a max_inflight cap", r.Action))
+		}
+		if !counts {
+			for _, field := range []struct {
+				name string
+				set  bool
+			}{
+				{"candidates", len(r.Candidates) > 0}, {"ban", r.Ban != ""}, {"count_when", r.CountWhen != ""},
+				{"cost", r.Cost != ""}, {"max_inflight", r.MaxInflight != 0}, {"max_inflight_per_key", r.MaxInflightPerKey != 0},
+			} {
+				if field.set {
+					v.add(at(field.name), fmt.Sprintf("has no meaning for action %s: use action block or count", r.Action))
+				}
+			}
+		}
+		v.intRange(at("max_inflight"), r.MaxInflight, 0, 1000000)
+		v.intRange(at("max_inflight_per_key"), r.MaxInflightPerKey, 0, 1000000)
+		if r.Ban != "" {
+			if d, err := ParseBan(r.Ban); err != nil {
+				v.add(at("ban"), err.Error())
+			} else if r.Action == ActionCount && d > 0 {
+				v.add(at("ban"), "a count rule never refuses, so it never bans: use action block")
+			}
+		}
+		if r.CountWhen != "" && strings.TrimSpace(r.CountWhen) == "" {
+			v.add(at("count_when"), "the condition is blank; leave count_when out to count every request")
+		}
+		if r.Cost != "" {
+			if _, _, err := ParseCost(r.Cost); err != nil {
+				v.add(at("cost"), err.Error(), CostForms()...)
+			}
+		}
+		if (r.CountWhen != "" || (r.Cost != "" && r.Cost != CostRequests)) && len(r.Limits) == 0 {
+			v.add(at("limits"), "count_when and cost count against limits: add one, such as limits: [600/1h]")
 		}
 
 		kinds := map[string]int{}
@@ -352,6 +410,17 @@ func (v *validator) rules() {
 			windows[w] = j
 		}
 
+		for j, s := range r.Candidates {
+			cp := indexPath(at("candidates"), j)
+			l, err := ParseLimit(s, alg)
+			if err != nil {
+				v.add(cp, err.Error())
+				continue
+			}
+			if slices.ContainsFunc(r.Limits, func(live string) bool { ll, err := ParseLimit(live, alg); return err == nil && ll == l }) {
+				v.add(cp, fmt.Sprintf("%s is already a live limit of the rule", s))
+			}
+		}
 		if r.RetryAfter != "" {
 			if _, err := ParseRetryAfter(r.RetryAfter); err != nil {
 				v.add(at("retry_after"), err.Error())

@@ -1,0 +1,129 @@
+package logs
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// File is what reading one log found.
+type File struct {
+	// Name is the file name, "-" for standard input.
+	Name string `json:"name"`
+	// Format is the format read (given or detected); "auto" when none
+	// could be detected (every line then counts as unparsed).
+	Format string `json:"format"`
+	Counts
+	// FirstUnparsedLine is the number of the first line that did not
+	// parse (among non-empty lines), 0 if all did; FirstUnparsed is its
+	// start.
+	FirstUnparsedLine int64  `json:"first_unparsed_line,omitempty"`
+	FirstUnparsed     string `json:"-"`
+}
+
+// ReadOptions configure ReadFiles.
+type ReadOptions struct {
+	// Format is the format of every file; Auto detects each file's.
+	Format Format
+	// Stdin is read for the name "-".
+	Stdin io.Reader
+	// Progress, if set, is called now and then with the bytes read so far
+	// (compressed bytes for gzip files) and the total size of the files,
+	// 0 when unknown (standard input is read).
+	Progress func(done, total int64)
+}
+
+// progressEvery is how many records pass between calls of Progress.
+const progressEvery = 1 << 16
+
+// ReadFiles reads the named logs in turn ("-" is o.Stdin) and calls fn for
+// every record. It returns what it found in each file. Lines that do not
+// parse are counted, never an error; the error is about opening or reading
+// a file, and ends the reading.
+func ReadFiles(names []string, o ReadOptions, fn func(*Record)) ([]File, error) {
+	var total int64
+	for _, n := range names {
+		if n == "-" {
+			total = 0
+			break
+		}
+		st, err := os.Stat(n)
+		if err != nil {
+			return nil, fmt.Errorf("read %w", err)
+		}
+		total += st.Size()
+	}
+	var done int64
+	files := make([]File, 0, len(names))
+	for _, n := range names {
+		f, err := readFile(n, o, fn, &done, total)
+		files = append(files, f)
+		if err != nil {
+			return files, err
+		}
+	}
+	if o.Progress != nil {
+		o.Progress(done, total)
+	}
+	return files, nil
+}
+
+func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total int64) (File, error) {
+	res := File{Name: name}
+	var src io.Reader
+	if name == "-" {
+		if o.Stdin == nil {
+			return res, fmt.Errorf("read -: no standard input")
+		}
+		src = o.Stdin
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return res, fmt.Errorf("read %w", err)
+		}
+		defer fh.Close()
+		src = fh
+	}
+	cr := &countingReader{r: src}
+	rd, err := NewReader(cr, o.Format)
+	if err != nil {
+		return res, fmt.Errorf("read %s: %w", name, err)
+	}
+	res.Format = rd.Format().String()
+	base := *done
+	for i := 0; rd.Next(); i++ {
+		fn(rd.Record())
+		if o.Progress != nil && i%progressEvery == progressEvery-1 {
+			o.Progress(base+cr.n, total)
+		}
+	}
+	*done = base + cr.n
+	res.Counts = rd.Counts()
+	if n, l := rd.FirstUnparsed(); n > 0 {
+		res.FirstUnparsedLine, res.FirstUnparsed = n, string(l)
+	}
+	if err := rd.Err(); err != nil {
+		return res, fmt.Errorf("read %s: %w", name, err)
+	}
+	return res, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Total adds up the counts of files.
+func Total(files []File) Counts {
+	var c Counts
+	for _, f := range files {
+		c.Add(f.Counts)
+	}
+	return c
+}
