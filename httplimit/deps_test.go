@@ -50,6 +50,9 @@ func TestDependencies(t *testing.T) {
 	if _, err := os.Stat(filepath.Join("..", "ratelimit", "redisstore")); err == nil {
 		pkg := module + "/ratelimit/redisstore"
 		for _, dep := range deps(t, pkg) {
+			if strings.HasPrefix(dep, module+"/") && !strings.HasPrefix(dep, module+"/ratelimit") {
+				t.Errorf("%s imports %s: the Redis store may import the ratelimit packages and its Redis client only", pkg, dep)
+			}
 			if bad := forbiddenPrefix(dep); bad != "" {
 				t.Errorf("%s imports %s (forbidden: %s)", pkg, dep, bad)
 			}

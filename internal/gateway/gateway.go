@@ -4,6 +4,9 @@
 package gateway
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -37,6 +40,12 @@ type Options struct {
 	// (see Server). Nil: a switch of the Gateway's own, set from the
 	// configuration's mode.
 	LogOnly *atomic.Bool
+	// Inflight counts requests in flight for concurrency caps, shared by
+	// successive Gateways. Nil: a table of the Gateway's own.
+	Inflight *rules.Inflight
+	// Now is the clock that measures upstream time (latency metrics and
+	// upstream_seconds costs). Nil: time.Now.
+	Now func() time.Time
 }
 
 // Gateway is the public listener's http.Handler for one configuration. It
@@ -52,9 +61,20 @@ type Gateway struct {
 	rlOnOK   bool            // RateLimit fields on forwarded responses
 	metrics  *telemetry.Metrics
 	hasher   *telemetry.KeyHasher
+	now      func() time.Time
 	file     *config.File
 	upstream []*proxy.Upstream
+	routeSet []routeSettings // by route index
 	pool     sync.Pool
+}
+
+// routeSettings are a route's caps and timeouts, resolved at load.
+type routeSettings struct {
+	maxInflight   int64
+	capKey        string
+	total         time.Duration
+	timeoutStatus int
+	retryAfter    time.Duration
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -129,15 +149,25 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 	}
 
-	// Upstreams and routes.
+	// Upstreams and routes. Each distinct (upstream, connect timeout,
+	// response-header timeout) gets its own pooled transport; routes with
+	// the same settings share it.
 	ups := map[string]*proxy.Upstream{}
-	for name, uc := range c.Upstreams {
-		u, err := url.Parse(uc.URL)
-		if err != nil {
-			continue // Validate reported it
+	upstreamFor := func(name string, t upstreamTimeouts) *proxy.Upstream {
+		k := fmt.Sprintf("%s|%s|%s", name, t.connect, t.header)
+		if up, ok := ups[k]; ok {
+			return up
 		}
-		ups[name] = proxy.NewUpstream(name, u, proxy.UpstreamOptions{OnError: g.upstreamError})
-		g.upstream = append(g.upstream, ups[name])
+		u, err := url.Parse(c.Upstreams[name].URL)
+		if err != nil {
+			return nil // Validate reported it
+		}
+		up := proxy.NewUpstream(name, u, proxy.UpstreamOptions{
+			OnError: g.upstreamError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
+		})
+		ups[k] = up
+		g.upstream = append(g.upstream, up)
+		return up
 	}
 	for i, rc := range c.Routes {
 		pt, err := config.ParseRoutePattern(rc.Path)
@@ -154,9 +184,18 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		for j, m := range rc.Methods {
 			methods[j] = strings.ToUpper(m)
 		}
+		t := resolveTimeouts(c.Upstreams[rc.Upstream].Timeouts, rc.Timeouts)
+		rs := routeSettings{
+			maxInflight: int64(rc.MaxInflight), capKey: "route\x1f" + rc.Name,
+			total: t.total, timeoutStatus: rc.TimeoutStatus, retryAfter: defaultCapacityRetry,
+		}
+		if rc.RetryAfter != "" {
+			rs.retryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
+		}
+		g.routeSet = append(g.routeSet, rs)
 		g.router.Routes = append(g.router.Routes, &proxy.Route{
 			Index: i, Name: rc.Name, Group: rc.Group, Pattern: pt, Methods: methods,
-			Rewrite: tmpl, Upstream: ups[rc.Upstream],
+			Rewrite: tmpl, Upstream: upstreamFor(rc.Upstream, t),
 		})
 		g.routes = append(g.routes, o.Metrics.ForRoute(rc.Name))
 	}
@@ -175,11 +214,19 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		logOnly.Store(c.Mode == config.ModeLogOnly)
 		o.Metrics.SetMode(logOnly.Load())
 	}
+	if o.Inflight == nil {
+		o.Inflight = new(rules.Inflight)
+	}
 	g.engine = rules.Engine{
-		Set:     set,
-		Store:   o.Metrics.InstrumentStore(o.Store),
-		LogOnly: logOnly,
-		Obs:     telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher),
+		Inflight: o.Inflight,
+		Set:      set,
+		Store:    o.Metrics.InstrumentStore(o.Store),
+		LogOnly:  logOnly,
+		Obs:      telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher),
+	}
+	g.now = o.Now
+	if g.now == nil {
+		g.now = time.Now
 	}
 	g.file = f
 	g.pool.New = func() any { return new(state) }
@@ -194,6 +241,26 @@ func (g *Gateway) Config() *config.File { return g.file }
 func (g *Gateway) closeIdle() {
 	for _, u := range g.upstream {
 		u.CloseIdle()
+	}
+}
+
+// upstreamTimeouts are a route's effective timeouts.
+type upstreamTimeouts struct{ connect, header, total time.Duration }
+
+// resolveTimeouts applies a route's overrides to its upstream's timeouts
+// (Validate has checked them all).
+func resolveTimeouts(up, route config.Timeouts) upstreamTimeouts {
+	pick := func(r, u string) time.Duration {
+		if r == "" {
+			r = u
+		}
+		d, _ := config.ParseTimeout(r)
+		return d
+	}
+	return upstreamTimeouts{
+		connect: pick(route.Connect, up.Connect),
+		header:  pick(route.ResponseHeader, up.ResponseHeader),
+		total:   pick(route.Total, up.Total),
 	}
 }
 
@@ -233,6 +300,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rm := g.routes[route.Index]
+	rs := &g.routeSet[route.Index]
+	sw.route = rs
 
 	peer := clientip.Peer(r.RemoteAddr)
 	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)
@@ -243,16 +312,39 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.ClientIP = ip
 	req.ClientPrefix = g.resolver.KeyPrefix(ip)
 
-	v := g.engine.Evaluate(r.Context(), req)
+	ctx := r.Context()
+	v := g.engine.Evaluate(ctx, req)
+	var fwd time.Duration
+	forwarded := false
+	defer func() {
+		g.engine.Finish(ctx, req, rules.Response{
+			Status: sw.statusOr200(), Header: w.Header(), Upstream: fwd, Bytes: sw.bytes,
+			Forwarded: forwarded && sw.code != 0 && !sw.own,
+		})
+	}()
 	if v.Rule != nil {
-		a := respond.Answer{Kind: respond.RateLimited, Rule: g.ruleAns[v.Rule.Index],
-			RetryAfter: v.Decision.RetryAfter, Limit: v.Decision.Limit, Remaining: v.Decision.Remaining}
-		if v.Rule.Action == rules.Deny {
-			a = respond.Answer{Kind: respond.Denied, Rule: g.ruleAns[v.Rule.Index]}
+		ra := g.ruleAns[v.Rule.Index]
+		var a respond.Answer
+		switch {
+		case v.Rule.Action == rules.Deny:
+			a = respond.Answer{Kind: respond.Denied, Rule: ra}
+		case v.Unavailable:
+			a = respond.Answer{Kind: respond.Unavailable, Rule: ra, RetryAfter: defaultCapacityRetry}
+		default:
+			a = respond.Answer{Kind: respond.RateLimited, Rule: ra,
+				RetryAfter: v.Decision.RetryAfter, Limit: v.Decision.Limit, Remaining: v.Decision.Remaining}
 		}
 		g.answers.Write(sw, r, a)
 		rm.Request(sw.code)
 		return
+	}
+	if rs.maxInflight > 0 {
+		if !g.engine.Inflight.Acquire(rs.capKey, rs.maxInflight) {
+			g.answers.Write(sw, r, respond.Answer{Kind: respond.Unavailable, RetryAfter: rs.retryAfter})
+			rm.Request(sw.code)
+			return
+		}
+		defer g.engine.Inflight.Release(rs.capKey)
 	}
 
 	// What a client wrote in forwarding headers is not passed on unless a
@@ -272,13 +364,24 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h["Ratelimit-Policy"] = []string{ra.PolicyField()}
 		h["Ratelimit"] = []string{string(st.buf)}
 	}
-	sw.start = time.Now()
+	if rs.total > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rs.total)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	sw.start, sw.now = g.now(), g.now
 	route.Upstream.Proxy.ServeHTTP(sw, r)
+	fwd, forwarded = g.now().Sub(sw.start), true
 	if sw.code != 0 && !sw.own {
 		rm.Upstream(sw.headerAt.Sub(sw.start))
 	}
 	rm.Request(sw.statusOr200())
 }
+
+// defaultCapacityRetry is the Retry-After of a rule's concurrency-cap 503
+// when the rule sets none.
+const defaultCapacityRetry = 10 * time.Second
 
 func (g *Gateway) release(st *state) {
 	st.req.Reset()
@@ -287,16 +390,29 @@ func (g *Gateway) release(st *state) {
 }
 
 // upstreamError answers a request the upstream could not: 502 when it is
-// unreachable, 504 when it timed out, nothing when the client left.
+// unreachable, 504 (or the route's timeout_status) with Retry-After when it
+// timed out, nothing when the client left.
 func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+	retry, kind := defaultCapacityRetry, respond.GatewayTimeout
 	if sw, ok := w.(*statusWriter); ok {
 		sw.own = true
+		if sw.route != nil {
+			retry = sw.route.retryAfter
+			if sw.route.timeoutStatus == http.StatusServiceUnavailable {
+				kind = respond.Unavailable
+			}
+		}
 	}
 	switch proxy.Classify(err) {
 	case proxy.Canceled:
+		if r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.DeadlineExceeded) {
+			// The route's total timeout, not the client, ended it.
+			g.answers.Write(w, r, respond.Answer{Kind: kind, RetryAfter: retry})
+			return
+		}
 		w.WriteHeader(499) // logged and counted only: the client is gone
 	case proxy.Timeout:
-		g.answers.Write(w, r, respond.Answer{Kind: respond.GatewayTimeout})
+		g.answers.Write(w, r, respond.Answer{Kind: kind, RetryAfter: retry})
 	default:
 		g.answers.Write(w, r, respond.Answer{Kind: respond.BadGateway})
 	}
@@ -344,6 +460,9 @@ type statusWriter struct {
 	http.ResponseWriter
 	code     int
 	own      bool // floodgate answered (upstream failure)
+	bytes    int64
+	route    *routeSettings
+	now      func() time.Time
 	start    time.Time
 	headerAt time.Time
 }
@@ -359,7 +478,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	if w.code == 0 {
 		w.code = code
-		w.headerAt = time.Now()
+		if w.now != nil {
+			w.headerAt = w.now()
+		}
 	}
 	if code == 499 {
 		return
@@ -371,7 +492,9 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.code == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
 }
 
 func (w *statusWriter) statusOr200() int {

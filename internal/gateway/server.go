@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/rules"
 	"github.com/floodgate/floodgate/internal/telemetry"
 )
 
@@ -39,6 +40,9 @@ func NewServer(f *config.File, data []byte, o Options) (*Server, config.Problems
 		s.opts.KeyHasher = telemetry.NewKeyHasher("")
 	}
 	s.opts.LogOnly = &s.logOnly
+	if s.opts.Inflight == nil {
+		s.opts.Inflight = new(rules.Inflight)
+	}
 	s.logOnly.Store(f.Config.Mode == config.ModeLogOnly)
 	g, problems := New(f, s.opts)
 	if len(problems) > 0 {

@@ -1,6 +1,9 @@
 package logs
 
-import "bytes"
+import (
+	"bytes"
+	"time"
+)
 
 // AWS Application Load Balancer access logs: space-separated fields, some
 // double-quoted, beginning
@@ -88,6 +91,9 @@ func parseALB(r *Record, line []byte, tc *timeCache) bool {
 	}
 	if n, ok := bigDigits(f[11]); ok {
 		r.Bytes = n
+	}
+	if d, ok := decimalDuration(f[6], int64(time.Second)); ok { // -1 when the target did not answer
+		r.Duration = time.Duration(d)
 	}
 	r.Method, r.Target, r.Host = splitAbsoluteRequest(f[12])
 	r.HasUserAgent = true

@@ -2,6 +2,7 @@ package logs
 
 import (
 	"bytes"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/uaclass"
 )
@@ -171,6 +172,10 @@ func parseFloodgate(r *Record, line []byte, s *scratch) bool {
 		case "bytes":
 			if n, ok := jsonInt(v); ok && n >= 0 {
 				r.Bytes = n
+			}
+		case "duration_ms":
+			if d, ok := decimalDuration(v, int64(time.Millisecond)); ok {
+				r.Duration = time.Duration(d)
 			}
 		case "ua":
 			r.UserAgent, _ = s.str(v)

@@ -64,7 +64,9 @@ const (
 // Counts are a Reader's line counts. Lines are non-empty lines; every one
 // is either Parsed or Unparsed.
 type Counts struct {
-	Lines, Parsed, Unparsed int64
+	Lines    int64 `json:"lines"`
+	Parsed   int64 `json:"parsed"`
+	Unparsed int64 `json:"unparsed"`
 }
 
 // Add adds c2 to c.

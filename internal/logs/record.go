@@ -74,6 +74,10 @@ type Record struct {
 	Status int
 	// Bytes is the response size in bytes, -1 when unknown.
 	Bytes int64
+	// Duration is how long the upstream took (ALB's
+	// target_processing_time) or the whole request (floodgate's
+	// duration_ms); 0 when the log does not say.
+	Duration time.Duration
 	// Route is the route name (floodgate's logs).
 	Route []byte
 	// Rule and Decision are the rule and its decision ("blocked",

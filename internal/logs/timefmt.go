@@ -170,3 +170,36 @@ func parseRFC3339(b []byte) (int64, bool) {
 	}
 	return t - off*1e9, true
 }
+
+// decimalDuration parses a non-negative decimal number of units ("0.412"
+// with unit time.Millisecond) into a duration; fractions finer than a
+// nanosecond are cut off.
+func decimalDuration(b []byte, unit int64) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	var whole, frac, scale int64 = 0, 0, 1
+	i := 0
+	for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+		if whole > 1e12 {
+			return 0, false
+		}
+		whole = whole*10 + int64(b[i]-'0')
+	}
+	if i == 0 {
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		for ; i < len(b) && b[i] >= '0' && b[i] <= '9'; i++ {
+			if scale < 1e9 {
+				frac = frac*10 + int64(b[i]-'0')
+				scale *= 10
+			}
+		}
+	}
+	if i != len(b) || whole > (1<<62)/unit {
+		return 0, false
+	}
+	return whole*unit + frac*unit/scale, true
+}

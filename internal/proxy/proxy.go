@@ -71,6 +71,9 @@ type Upstream struct {
 type UpstreamOptions struct {
 	// ConnectTimeout bounds dialing. Default 5s.
 	ConnectTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for the response header once
+	// the request is written. Default 30s.
+	ResponseHeaderTimeout time.Duration
 	// MaxIdleConnsPerHost is the keep-alive pool size. Default 256.
 	MaxIdleConnsPerHost int
 	// OnError answers failed requests (502/504); required.
@@ -93,6 +96,9 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 256
 	}
+	if o.ResponseHeaderTimeout <= 0 {
+		o.ResponseHeaderTimeout = 30 * time.Second
+	}
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
 	tr := &http.Transport{
 		Proxy:                 nil, // never an environment proxy: upstreams are addressed directly
@@ -102,6 +108,7 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		ForceAttemptHTTP2:     u.Scheme == "https",
 	}
 	up := &Upstream{Name: name, URL: u}

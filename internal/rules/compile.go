@@ -55,10 +55,24 @@ type Rule struct {
 	KeyType string
 	// Message is the configured body text, by language.
 	Message config.Message
+	// Candidates are shadow limits counted on the same key (count only).
+	Candidates []ratelimit.Limit
+	// Ban keeps a refused key refused this long; zero: no ban.
+	Ban time.Duration
+	// MaxInflight and MaxInflightPerKey cap requests in flight (0: none).
+	MaxInflight, MaxInflightPerKey int64
+	// Cost is what a request costs (config.Cost* constants); CostHeader
+	// names the response header for config.CostHeader.
+	Cost, CostHeader string
 
-	when   cel.Program // nil: always
-	prefix string      // counter-key prefix: rule name and key spec
-	parts  []keyPart
+	when      cel.Program       // nil: always
+	countWhen cel.Program       // nil: every request counts
+	deferred  bool              // counted after the response (count_when or a cost)
+	scale     int64             // store units per cost unit (1000 for upstream_seconds: ms)
+	storeLims []ratelimit.Limit // Limits in store units
+	prefix    string            // counter-key prefix: rule name and key spec
+	capKey    string            // Inflight key of the per-process cap
+	parts     []keyPart
 }
 
 // Set is a compiled, ordered rule list. It is immutable and safe for
@@ -83,6 +97,20 @@ func NewEnv() (*cel.Env, error) {
 	return cel.NewEnv(opts...)
 }
 
+// NewResponseEnv returns the CEL environment of count_when conditions: the
+// request model plus response.status and response.headers.
+func NewResponseEnv() (*cel.Env, error) {
+	opts := make([]cel.EnvOption, 0, len(variables)+3)
+	for _, v := range variables {
+		opts = append(opts, cel.Variable(v.name, v.typ))
+	}
+	opts = append(opts,
+		cel.Variable("response.status", cel.IntType),
+		cel.Variable("response.headers", cel.MapType(cel.StringType, cel.StringType)),
+		cel.CrossTypeNumericComparisons(true))
+	return cel.NewEnv(opts...)
+}
+
 // Compile compiles the rules of a loaded and defaulted configuration. It
 // reports the problems only compiling can find (CEL syntax and types) by
 // field and line; fields that do not parse are left out, since
@@ -90,6 +118,10 @@ func NewEnv() (*cel.Env, error) {
 // `floodgate serve` do, and refuse the configuration if either reports.
 func Compile(f *config.File) (*Set, config.Problems) {
 	env, err := NewEnv()
+	if err != nil {
+		return nil, config.Problems{f.Problem("rules", "cannot build the CEL environment: "+err.Error())}
+	}
+	respEnv, err := NewResponseEnv()
 	if err != nil {
 		return nil, config.Problems{f.Problem("rules", "cannot build the CEL environment: "+err.Error())}
 	}
@@ -124,6 +156,36 @@ func Compile(f *config.File) (*Set, config.Problems) {
 		if rc.RetryAfter != "" {
 			r.RetryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
 		}
+		for _, s := range rc.Candidates {
+			if l, err := config.ParseLimit(s, alg); err == nil {
+				r.Candidates = append(r.Candidates, l)
+			}
+		}
+		if rc.Ban != "" {
+			r.Ban, _ = config.ParseBan(rc.Ban)
+		}
+		r.MaxInflight, r.MaxInflightPerKey = int64(rc.MaxInflight), int64(rc.MaxInflightPerKey)
+		r.capKey = "rule\x1f" + r.Name
+		r.Cost, r.CostHeader, _ = config.ParseCost(rc.Cost)
+		r.scale = 1
+		if r.Cost == config.CostUpstreamSeconds {
+			r.scale = 1000 // charged in milliseconds
+		}
+		for _, l := range r.Limits {
+			l.Count *= r.scale
+			r.storeLims = append(r.storeLims, l)
+		}
+		if w := strings.TrimSpace(rc.CountWhen); w != "" {
+			prg, err := compileExpr(respEnv, w, cel.BoolType)
+			if err != nil {
+				problems = append(problems, f.Problem(path+".count_when", err.Error()))
+			}
+			r.countWhen = prg
+		}
+		r.deferred = r.countWhen != nil || r.Cost != config.CostRequests
+		if r.deferred && len(r.Candidates) > 0 {
+			problems = append(problems, f.Problem(path+".candidates", "candidates count requests: they cannot be used with count_when or a cost yet"))
+		}
 		if r.Action == Block || r.Action == Count {
 			var spec []string
 			for j, k := range rc.Key {
@@ -153,6 +215,10 @@ func Compile(f *config.File) (*Set, config.Problems) {
 	}
 	return set, problems
 }
+
+// HasCountWhen reports whether the rule counts only responses matching a
+// count_when condition.
+func (r *Rule) HasCountWhen() bool { return r.countWhen != nil }
 
 // keyType names a key for logs and metrics: its characteristics joined by
 // "+", with an expression written as "expr" (its source may be long).

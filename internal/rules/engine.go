@@ -2,7 +2,12 @@ package rules
 
 import (
 	"context"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/floodgate/floodgate/internal/config"
@@ -35,6 +40,12 @@ func OutcomeNames() []string { return outcomeNames[:] }
 // skipped (fail open) and o is Allowed.
 type Observer interface {
 	Observe(req *Request, r *Rule, o Outcome, key []byte, d ratelimit.Decision, err error)
+	// ObserveCandidate reports what candidate limit i of r would have
+	// decided (Allowed or WouldBlock).
+	ObserveCandidate(r *Rule, i int, o Outcome)
+	// Charged reports cost charged to r after a response, in the rule's
+	// unit (requests, seconds, bytes, header units).
+	Charged(r *Rule, cost float64)
 }
 
 // Verdict is the result of evaluating a request against a Set.
@@ -43,6 +54,9 @@ type Verdict struct {
 	// nil when the request is to be forwarded.
 	Rule     *Rule
 	Decision ratelimit.Decision
+	// Unavailable marks a refusal by a concurrency cap (503), not a rate
+	// limit (429).
+	Unavailable bool
 	// Closest is the enforced block rule whose limit the request came
 	// closest to (least remaining), for RateLimit headers on forwarded
 	// responses; nil when no block rule counted the request.
@@ -58,10 +72,25 @@ type Engine struct {
 	// would-block. It is shared and switched at run time (admin API); nil
 	// means enforce.
 	LogOnly *atomic.Bool
-	Obs     Observer
+	// Inflight counts requests in flight for concurrency caps; shared
+	// across reloads. Required when a rule has a cap.
+	Inflight *Inflight
+	Obs      Observer
 }
 
-// Evaluate runs the rules for req in order (see the package comment).
+// heldSlot is a concurrency slot a request holds until Release.
+type heldSlot struct{ key string }
+
+// deferredCharge is a count made after the response (count_when, cost).
+type deferredCharge struct {
+	rule *Rule
+	key  string
+}
+
+// Evaluate runs the rules for req in order (see the package comment). The
+// caller must call Finish once the request is over, whatever the verdict:
+// it releases concurrency slots and makes the counts that depend on the
+// response.
 func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 	var v Verdict
 	logOnly := e.LogOnly != nil && e.LogOnly.Load()
@@ -96,27 +125,204 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 			e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
 			continue
 		}
-		d, err := e.Store.Take(ctx, unsafe.String(unsafe.SliceData(key), len(key)), 1, r.Limits...)
+		skey := unsafe.String(unsafe.SliceData(key), len(key))
+		enforce := r.Action == Block && !logOnly
+		d, refused, unavailable, err := e.decide(ctx, req, r, key, skey, enforce)
 		if err != nil {
 			// Fail open: a store failure never becomes a 5xx.
 			e.observe(req, r, Allowed, key, ratelimit.Decision{Allowed: true}, err)
 			continue
 		}
+		d.Remaining /= r.scale
 		switch {
-		case d.Allowed:
+		case !refused:
 			e.observe(req, r, Allowed, key, d, nil)
-			if r.Action == Block && (v.Closest == nil || d.Remaining < v.ClosestDecision.Remaining) {
+			if r.Action == Block && len(r.Limits) > 0 && (v.Closest == nil || d.Remaining < v.ClosestDecision.Remaining) {
 				v.Closest, v.ClosestDecision = r, d
 			}
-		case r.Action == Count || logOnly:
+		case !enforce:
 			e.observe(req, r, WouldBlock, key, d, nil)
 		default:
 			e.observe(req, r, Blocked, key, d, nil)
-			v.Rule, v.Decision = r, d
+			v.Rule, v.Decision, v.Unavailable = r, d, unavailable
 			return v
 		}
 	}
 	return v
+}
+
+// decide applies one counting rule to a request: ban, concurrency caps,
+// limits and candidates. refused reports that the rule is over (a ban, a
+// cap or a limit); unavailable, that a cap refused.
+func (e *Engine) decide(ctx context.Context, req *Request, r *Rule, key []byte, skey string, enforce bool) (d ratelimit.Decision, refused, unavailable bool, err error) {
+	d.Allowed = true
+	if r.Ban > 0 {
+		ban, err := e.Store.Take(ctx, banKey(req, key), 0, banLimit(r))
+		if err != nil {
+			return d, false, false, err
+		}
+		if ban.Remaining < 1 {
+			ban.Allowed, ban.RetryAfter, ban.Remaining = false, ban.ResetAfter, 0
+			return ban, true, false, nil
+		}
+	}
+	for i, c := range r.Candidates {
+		cd, err := e.Store.Take(ctx, skey, 1, c)
+		if err == nil {
+			o := Allowed
+			if !cd.Allowed {
+				o = WouldBlock
+			}
+			if e.Obs != nil {
+				e.Obs.ObserveCandidate(r, i, o)
+			}
+		}
+	}
+	if len(r.storeLims) > 0 {
+		if !r.deferred {
+			d, err = e.Store.Take(ctx, skey, 1, r.storeLims...)
+		} else if d, err = e.Store.Take(ctx, skey, 0, r.storeLims...); err == nil {
+			// Counted after the response: refuse now only when nothing
+			// remains, and learn how long until something does.
+			if d.Remaining < 1 {
+				// Refused (and so not recorded), unless budget opened up
+				// meanwhile, in which case this request takes one unit.
+				d, err = e.Store.Take(ctx, skey, 1, r.storeLims...)
+			}
+		}
+		if err != nil {
+			return d, false, false, err
+		}
+		if !d.Allowed {
+			if enforce && r.Ban > 0 {
+				_, _ = e.Store.Take(ctx, banKey(req, key), 1, banLimit(r))
+			}
+			return d, true, false, nil
+		}
+	}
+	if r.MaxInflight > 0 || r.MaxInflightPerKey > 0 {
+		if !e.acquire(req, r, skey, enforce) {
+			return ratelimit.Decision{RetryAfter: r.RetryAfter}, true, true, nil
+		}
+	}
+	if r.deferred {
+		req.deferred = append(req.deferred, deferredCharge{rule: r, key: string(key)})
+	}
+	return d, false, false, nil
+}
+
+// acquire takes the rule's concurrency slots, all or none. In shadow
+// (enforce false) a full cap is reported but nothing is held past it.
+func (e *Engine) acquire(req *Request, r *Rule, skey string, enforce bool) bool {
+	if r.MaxInflight > 0 {
+		if !e.Inflight.Acquire(r.capKey, r.MaxInflight) {
+			return false
+		}
+		req.held = append(req.held, heldSlot{r.capKey})
+	}
+	if r.MaxInflightPerKey > 0 {
+		k := "key\x1f" + skey
+		if !e.Inflight.Acquire(k, r.MaxInflightPerKey) {
+			if r.MaxInflight > 0 { // give back the per-process slot just taken
+				e.Inflight.Release(r.capKey)
+				req.held = req.held[:len(req.held)-1]
+			}
+			return false
+		}
+		req.held = append(req.held, heldSlot{k})
+	}
+	return true
+}
+
+// Response is what Finish needs to know of the answer a request got.
+type Response struct {
+	Status int
+	Header http.Header
+	// Upstream is how long the upstream took (zero when not forwarded).
+	Upstream time.Duration
+	// Bytes is the size of the response body sent.
+	Bytes int64
+	// Forwarded reports that the upstream answered.
+	Forwarded bool
+}
+
+// Finish ends a request evaluated by Evaluate: it releases the
+// concurrency slots the request held and makes the counts that depend on
+// the response (count_when, cost). Costs are charged after the fact: a
+// request that takes a client over its budget is served, and the next one
+// is refused. A charge larger than what remains fills the budget.
+func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
+	for _, h := range req.held {
+		e.Inflight.Release(h.key)
+	}
+	req.held = req.held[:0]
+	for _, c := range req.deferred {
+		r := c.rule
+		if !resp.Forwarded && r.Cost != config.CostRequests && r.countWhen == nil {
+			continue // nothing was spent upstream
+		}
+		if r.countWhen != nil {
+			out, _, err := r.countWhen.Eval(responseActivation{activation{req}, &resp})
+			if err != nil {
+				e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
+				continue
+			}
+			if b, ok := out.Value().(bool); !ok || !b {
+				continue
+			}
+		}
+		n, unit := r.cost(&resp)
+		if n <= 0 {
+			continue
+		}
+		d, err := e.Store.Take(ctx, c.key, n, r.storeLims...)
+		if err == nil && !d.Allowed && d.Remaining > 0 {
+			_, err = e.Store.Take(ctx, c.key, d.Remaining, r.storeLims...)
+		}
+		if err != nil {
+			e.observe(req, r, Allowed, []byte(c.key), ratelimit.Decision{Allowed: true}, err)
+			continue
+		}
+		if e.Obs != nil {
+			e.Obs.Charged(r, unit)
+		}
+	}
+	req.deferred = req.deferred[:0]
+}
+
+// cost returns what resp costs in store units and in the rule's unit.
+func (r *Rule) cost(resp *Response) (int64, float64) {
+	switch r.Cost {
+	case config.CostUpstreamSeconds:
+		ms := resp.Upstream.Milliseconds()
+		if ms < 1 && resp.Upstream > 0 {
+			ms = 1
+		}
+		return ms, resp.Upstream.Seconds()
+	case config.CostResponseBytes:
+		return resp.Bytes, float64(resp.Bytes)
+	case config.CostHeader:
+		v, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get(r.CostHeader)), 64)
+		if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) || v > 1e15 {
+			return 0, 0
+		}
+		n := int64(math.Ceil(v))
+		return n, float64(n)
+	}
+	return 1, 1
+}
+
+// banKey is the counter that marks a key as banned.
+func banKey(req *Request, key []byte) string {
+	req.banBuf = append(append(req.banBuf[:0], "ban\x1e"...), key...)
+	return unsafe.String(unsafe.SliceData(req.banBuf), len(req.banBuf))
+}
+
+// banLimit admits one event per ban duration: after one is taken (the
+// refusal that starts the ban), a peek shows nothing remaining until the
+// ban is over.
+func banLimit(r *Rule) ratelimit.Limit {
+	return ratelimit.Limit{Count: 1, Window: r.Ban, Algorithm: ratelimit.GCRA}
 }
 
 func (e *Engine) observe(req *Request, r *Rule, o Outcome, key []byte, d ratelimit.Decision, err error) {

@@ -41,6 +41,14 @@ type record struct {
 	errs []error
 }
 
+func (r *record) ObserveCandidate(rule *rules.Rule, i int, o rules.Outcome) {
+	r.seen = append(r.seen, rule.Name+"/"+rule.Candidates[i].String()+":"+o.String())
+}
+
+func (r *record) Charged(rule *rules.Rule, cost float64) {
+	r.seen = append(r.seen, rule.Name+":charged")
+}
+
 func (r *record) Observe(_ *rules.Request, rule *rules.Rule, o rules.Outcome, key []byte, _ ratelimit.Decision, err error) {
 	if err != nil {
 		r.errs = append(r.errs, err)

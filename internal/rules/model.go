@@ -34,15 +34,17 @@ type Request struct {
 	// APIClient is the authenticated API client id, or "".
 	APIClient string
 
-	headers map[string]string
-	query   map[string]string
-	keyBuf  []byte
+	headers  map[string]string
+	query    map[string]string
+	keyBuf   []byte
+	banBuf   []byte
+	held     []heldSlot
+	deferred []deferredCharge
 }
 
 // Reset clears r for reuse.
 func (r *Request) Reset() {
-	buf := r.keyBuf[:0]
-	*r = Request{keyBuf: buf}
+	*r = Request{keyBuf: r.keyBuf[:0], banBuf: r.banBuf[:0], held: r.held[:0], deferred: r.deferred[:0]}
 }
 
 // variables is the request model: every CEL variable a condition or key
@@ -160,4 +162,25 @@ func hostOnly(h string) string {
 	}
 	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
 	return strings.ToLower(h)
+}
+
+// responseActivation adds the response to the request model, for
+// count_when conditions.
+type responseActivation struct {
+	activation
+	resp *Response
+}
+
+func (a responseActivation) ResolveName(name string) (any, bool) {
+	switch name {
+	case "response.status":
+		return types.Int(a.resp.Status), true
+	case "response.headers":
+		h := make(map[string]string, len(a.resp.Header))
+		for k, vs := range a.resp.Header {
+			h[strings.ToLower(k)] = strings.Join(vs, ", ")
+		}
+		return types.DefaultTypeAdapter.NativeToValue(h), true
+	}
+	return a.activation.ResolveName(name)
 }

@@ -84,6 +84,22 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 	d.log.LogAttrs(context.Background(), slog.LevelInfo, "decision", attrs...)
 }
 
+// ObserveCandidate implements rules.Observer.
+func (d *Decisions) ObserveCandidate(r *rules.Rule, i int, o rules.Outcome) {
+	j := 0
+	if o != rules.Allowed {
+		j = 1
+	}
+	d.rm.candidates[r.Index][i][j].Inc()
+}
+
+// Charged implements rules.Observer.
+func (d *Decisions) Charged(r *rules.Rule, cost float64) {
+	if c := d.rm.charged[r.Index]; c != nil {
+		c.Add(cost)
+	}
+}
+
 // A KeyHasher turns counter keys into short keyed hashes for logs, so the
 // same client can be followed through a log without the log revealing its
 // address or session. It is safe for concurrent use.

@@ -30,6 +30,8 @@ type Metrics struct {
 	storeLatency  prometheus.Histogram
 	inflight      prometheus.Gauge
 	mode          *prometheus.GaugeVec
+	candidates    *prometheus.CounterVec
+	charged       *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
 	configInfo    *prometheus.GaugeVec
 	lastReload    prometheus.Gauge
@@ -79,6 +81,15 @@ func NewMetrics(version string) *Metrics {
 			Help: "1 for the global mode in force (enforce or log-only), 0 for the other.",
 		}, []string{"mode"}),
 	}
+	m.candidates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "floodgate_rule_candidate_decisions_total",
+		Help: "What each candidate (shadow) limit of a rule would have decided for the requests the rule matched: allowed or would_block.",
+	}, []string{"rule", "candidate", "decision"})
+	m.charged = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "floodgate_rule_cost_total",
+		Help: "Cost charged to rules after responses, in each rule's unit (requests, upstream seconds, bytes or header units).",
+	}, []string{"rule", "cost"})
+	reg.MustRegister(m.candidates, m.charged)
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "floodgate_config_reloads_total",
 		Help: "Configuration loads, by result: success (applied) or failure (rejected; the previous configuration keeps running).",
@@ -163,16 +174,20 @@ func (m *Metrics) RegisterStore(stats func() StoreStats) {
 // RuleMetrics holds the pre-resolved per-rule counters of one rule set, so
 // that counting a decision costs no label lookup.
 type RuleMetrics struct {
-	decisions [][4]prometheus.Counter // by rule index, by rules.Outcome
-	errors    [][3]prometheus.Counter // condition, key, store
+	decisions  [][4]prometheus.Counter   // by rule index, by rules.Outcome
+	errors     [][3]prometheus.Counter   // condition, key, store
+	candidates [][][2]prometheus.Counter // by rule index, candidate, allowed/would_block
+	charged    []prometheus.Counter
 }
 
 // ForRules resolves the per-rule counters of set and initialises them to
 // zero, so every rule's series exists before its first match.
 func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 	rm := &RuleMetrics{
-		decisions: make([][4]prometheus.Counter, len(set.Rules)),
-		errors:    make([][3]prometheus.Counter, len(set.Rules)),
+		decisions:  make([][4]prometheus.Counter, len(set.Rules)),
+		errors:     make([][3]prometheus.Counter, len(set.Rules)),
+		candidates: make([][][2]prometheus.Counter, len(set.Rules)),
+		charged:    make([]prometheus.Counter, len(set.Rules)),
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -184,6 +199,8 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		if !current[name] { // a rule removed by a reload: drop its series
 			m.ruleDecisions.DeletePartialMatch(prometheus.Labels{"rule": name})
 			m.ruleErrors.DeletePartialMatch(prometheus.Labels{"rule": name})
+			m.candidates.DeletePartialMatch(prometheus.Labels{"rule": name})
+			m.charged.DeletePartialMatch(prometheus.Labels{"rule": name})
 		}
 	}
 	m.rules = current
@@ -193,6 +210,15 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		}
 		for k, name := range []string{"condition", "key", "store"} {
 			rm.errors[i][k] = m.ruleErrors.WithLabelValues(r.Name, name)
+		}
+		for _, c := range r.Candidates {
+			rm.candidates[i] = append(rm.candidates[i], [2]prometheus.Counter{
+				m.candidates.WithLabelValues(r.Name, c.String(), "allowed"),
+				m.candidates.WithLabelValues(r.Name, c.String(), "would_block"),
+			})
+		}
+		if r.Cost != "" && r.Cost != "requests" || r.HasCountWhen() {
+			rm.charged[i] = m.charged.WithLabelValues(r.Name, r.Cost)
 		}
 	}
 	return rm

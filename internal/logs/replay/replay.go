@@ -1,0 +1,398 @@
+// Package replay runs recorded traffic through floodgate's rule engine
+// (SPEC T3): the same compiled rules (package rules), the same in-memory
+// store (ratelimit/memory) and the same route matching as `floodgate
+// serve`, with the log's timestamps as the clock. For every rule it counts
+// the requests matched, the requests and distinct clients it would have
+// refused, the browser clients among them, and the same per hour.
+//
+// # What is replayed
+//
+// Records are replayed in the order read. The store's clock is the latest
+// timestamp seen so far, so it never goes back: a record older than one
+// before it counts as arriving at that later instant.
+//
+// Each request record becomes the request the rules would have seen: its
+// method; its path percent-decoded and cleaned as the gateway cleans it;
+// its query; Host (ALB and WAF logs record it); the User-Agent header;
+// and the route its path matches among the configuration's routes (a
+// request no route matches is counted as unrouted and not evaluated, as
+// the gateway answers it 404 before the rules). Other headers, cookies,
+// sessions and API client ids are not in access logs: rules that read
+// them see them absent.
+//
+// The client is the log's: an IP address is grouped by the configured
+// prefix lengths (IPv6 /64 by default) like the gateway's "ip" key. A
+// client that is not an IP address (a host name, or the hashed client of
+// floodgate's access log) keeps its own "ip" counter: it is given a
+// distinct stand-in address from the discard-only prefix 100::/64 (RFC
+// 6666), used for the key only; client.ip is "" for it in conditions.
+//
+// Rules with count_when or a cost are charged after each request with the
+// log's status, response size and duration (ALB's target processing time,
+// floodgate's duration_ms; none in common and combined logs, so
+// upstream_seconds costs nothing there). Concurrency caps never refuse in
+// a replay: a log does not say which requests overlapped, so each request
+// is finished before the next starts.
+//
+// # Modes
+//
+// By default (LogOnly) every rule sees all the traffic that matches it:
+// block and deny rules report would-blocks instead of answering, and
+// evaluation continues, so each rule's numbers are what it alone would
+// have done. With LogOnly false, the rules behave as in enforce mode: a
+// block rule that refuses a request, or a deny rule, stops evaluation, so
+// later rules do not see it. In both modes a refused request uses none of
+// the refusing rule's quota (docs/rules.md), so with the fixed_window
+// algorithm a rule with limit N/W refuses exactly Σ max(0, count − N) over
+// clients and aligned windows W.
+package replay
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/clientip"
+	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/logs/baseline"
+	"github.com/floodgate/floodgate/internal/proxy"
+	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/internal/uaclass"
+	"github.com/floodgate/floodgate/ratelimit"
+	"github.com/floodgate/floodgate/ratelimit/memory"
+)
+
+// Options configure a Replay.
+type Options struct {
+	// Rules are the compiled rules to replay; required.
+	Rules *rules.Set
+	// Routes are the configuration's routes; nil routes every request to
+	// one route named "default" (what a configuration with one upstream
+	// and no routes has).
+	Routes *proxy.Router
+	// Resolver groups client addresses into keys (its IPv4 and IPv6
+	// prefix lengths); nil groups as the defaults do (/32, /64).
+	Resolver *clientip.Resolver
+	// LogOnly replays in log-only mode; see the package comment.
+	LogOnly bool
+	// MaxKeys caps the store's counters (memory.Options.MaxKeys); 0 is
+	// memory.DefaultMaxKeys.
+	MaxKeys int
+	// Windows are the window lengths whose per-client peaks the result
+	// shows; nil takes those of the rules' limits.
+	Windows []time.Duration
+}
+
+// A Replay runs records through the rules. Make one with New, Add every
+// record, then call Result. It is not safe for concurrent use.
+type Replay struct {
+	engine   rules.Engine
+	store    *memory.Store
+	now      int64 // the clock: latest timestamp seen, Unix nanoseconds
+	routes   *proxy.Router
+	resolver *clientip.Resolver
+	base     *baseline.Baseline
+	rules    []*rules.Rule
+	stats    []ruleStats
+	index    map[*rules.Rule]int
+	clients  []clientKey // by ClientID
+	unrouted int64
+
+	// The request being replayed, reused.
+	req     rules.Request
+	httpReq http.Request
+	url     url.URL
+	header  http.Header
+	uaVal   [1]string
+	params  proxy.Params
+	cur     struct {
+		client baseline.ClientID
+		hour   int64
+	}
+	strs map[string]string // interned methods, hosts and User-Agents
+}
+
+type clientKey struct {
+	addr   netip.Addr // invalid for clients that are not addresses
+	prefix netip.Prefix
+}
+
+// New returns a Replay of the rules in o.
+func New(o Options) *Replay {
+	r := &Replay{routes: o.Routes, resolver: o.Resolver, index: map[*rules.Rule]int{},
+		header: http.Header{}, strs: map[string]string{}}
+	if r.resolver == nil {
+		r.resolver = &clientip.Resolver{}
+	}
+	r.store = memory.New(memory.Options{Now: func() time.Time { return time.Unix(0, r.now) }, MaxKeys: o.MaxKeys})
+	logOnly := &atomic.Bool{}
+	logOnly.Store(o.LogOnly)
+	r.engine = rules.Engine{Set: o.Rules, Store: r.store, LogOnly: logOnly, Inflight: &rules.Inflight{}, Obs: observer{r}}
+	windows := o.Windows
+	seen := map[time.Duration]bool{}
+	for i, rule := range o.Rules.Rules {
+		r.index[rule] = i
+		r.rules = append(r.rules, rule)
+		st := ruleStats{hours: map[int64]*hourStats{}, clients: map[baseline.ClientID]struct{}{}}
+		for range rule.Candidates {
+			st.candidates = append(st.candidates, candidateStats{clients: map[baseline.ClientID]struct{}{}})
+		}
+		r.stats = append(r.stats, st)
+		if o.Windows == nil {
+			for _, l := range rule.Limits {
+				if !seen[l.Window] {
+					seen[l.Window] = true
+					windows = append(windows, l.Window)
+				}
+			}
+		}
+	}
+	r.base = baseline.New(windows)
+	r.httpReq.URL = &r.url
+	r.httpReq.Header = r.header
+	r.httpReq.Proto, r.httpReq.ProtoMajor, r.httpReq.ProtoMinor = "HTTP/1.1", 1, 1
+	return r
+}
+
+// Add replays one record. Decision-log records are skipped (they are not
+// requests); see baseline.Baseline.Decisions.
+func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
+	id, ok := r.base.Add(rec)
+	if !ok {
+		return
+	}
+	r.now = max(r.now, rec.Time)
+	r.cur.client = id
+	r.cur.hour = floorDiv(rec.Time, int64(time.Hour))
+
+	method := "GET"
+	if len(rec.Method) > 0 {
+		method = r.intern(rec.Method)
+	}
+	target := rec.Target
+	rawPath, rawQuery := target, []byte(nil)
+	if q := indexByte(target, '?'); q >= 0 {
+		rawPath, rawQuery = target[:q], target[q+1:]
+	}
+	p := string(rawPath)
+	if strings.IndexByte(p, '%') >= 0 {
+		if d, err := url.PathUnescape(p); err == nil {
+			p = d
+		}
+	}
+	p = CleanPath(p)
+
+	var route *proxy.Route
+	if r.routes != nil {
+		if route = r.routes.Match(method, p, &r.params); route == nil {
+			r.unrouted++
+			return
+		}
+	}
+
+	r.url = url.URL{Path: p}
+	if len(rawQuery) > 0 {
+		r.url.RawQuery = string(rawQuery)
+	}
+	r.httpReq.Method = method
+	r.httpReq.Host = ""
+	if len(rec.Host) > 0 {
+		r.httpReq.Host = r.intern(rec.Host)
+	}
+	delete(r.header, "User-Agent")
+	if len(rec.UserAgent) > 0 {
+		r.uaVal[0] = r.intern(rec.UserAgent)
+		r.header["User-Agent"] = r.uaVal[:]
+	}
+
+	req := &r.req
+	req.Reset()
+	req.HTTP = &r.httpReq
+	req.Path = p
+	req.Route = "default"
+	if route != nil {
+		req.Route, req.RouteGroup = route.Name, route.Group
+	}
+	ck := r.clientKey(id)
+	req.ClientIP, req.ClientPrefix = ck.addr, ck.prefix
+	v := r.engine.Evaluate(ctx, req)
+	// The response, for count_when and cost rules: the log's, unless the
+	// replayed rules refused the request (enforce mode).
+	resp := rules.Response{Status: rec.Status, Bytes: max(rec.Bytes, 0), Upstream: rec.Duration, Forwarded: v.Rule == nil}
+	if v.Rule != nil {
+		resp = rules.Response{Status: http.StatusTooManyRequests}
+		if v.Rule.Action == rules.Deny {
+			resp.Status = http.StatusForbidden
+		}
+	}
+	r.engine.Finish(ctx, req, resp)
+}
+
+// maxInterned bounds the interned strings.
+const maxInterned = 1 << 16
+
+func (r *Replay) intern(b []byte) string {
+	if s, ok := r.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(r.strs) < maxInterned {
+		r.strs[s] = s
+	}
+	return s
+}
+
+// discardPrefix is 100::/64 (RFC 6666), where clients that are not
+// addresses get their stand-in addresses.
+var discardPrefix = [16]byte{0x01}
+
+func (r *Replay) clientKey(id baseline.ClientID) clientKey {
+	for int(id) >= len(r.clients) {
+		cid := baseline.ClientID(len(r.clients))
+		name, _ := r.base.ClientName(cid)
+		var ck clientKey
+		if a, err := netip.ParseAddr(name); err == nil {
+			a = a.Unmap().WithZone("")
+			ck = clientKey{addr: a, prefix: r.resolver.KeyPrefix(a)}
+		} else {
+			b := discardPrefix
+			b[12], b[13], b[14], b[15] = byte(cid>>24), byte(cid>>16), byte(cid>>8), byte(cid)
+			ck = clientKey{prefix: netip.PrefixFrom(netip.AddrFrom16(b), 128)}
+		}
+		r.clients = append(r.clients, ck)
+	}
+	return r.clients[id]
+}
+
+// Unrouted returns the number of requests no route matched.
+func (r *Replay) Unrouted() int64 { return r.unrouted }
+
+// StoreStats returns the replay store's counts: evictions mean MaxKeys
+// was too small for the traffic, and some counters restarted empty.
+func (r *Replay) StoreStats() memory.Stats { return r.store.Stats() }
+
+// Baseline returns the per-client peaks measured along the replay.
+func (r *Replay) Baseline() *baseline.Baseline { return r.base }
+
+type ruleStats struct {
+	matched, wouldBlock, errors int64
+	charged                     float64
+	clients                     map[baseline.ClientID]struct{}
+	hours                       map[int64]*hourStats
+	lastHour                    int64
+	last                        *hourStats
+	candidates                  []candidateStats
+}
+
+type candidateStats struct {
+	wouldBlock int64
+	clients    map[baseline.ClientID]struct{}
+}
+
+type hourStats struct {
+	matched, wouldBlock int64
+	clients             map[baseline.ClientID]struct{}
+}
+
+// observer counts the engine's decisions for the Replay.
+type observer struct{ r *Replay }
+
+var _ rules.Observer = observer{}
+
+func (o observer) Observe(_ *rules.Request, rule *rules.Rule, out rules.Outcome, _ []byte, _ ratelimit.Decision, err error) {
+	r := o.r
+	i, ok := r.index[rule]
+	if !ok {
+		return
+	}
+	st := &r.stats[i]
+	if err != nil {
+		st.errors++
+		return
+	}
+	h := st.last
+	if h == nil || st.lastHour != r.cur.hour {
+		h = st.hours[r.cur.hour]
+		if h == nil {
+			h = &hourStats{}
+			st.hours[r.cur.hour] = h
+		}
+		st.last, st.lastHour = h, r.cur.hour
+	}
+	st.matched++
+	h.matched++
+	if out == rules.Allowed {
+		return
+	}
+	st.wouldBlock++
+	h.wouldBlock++
+	st.clients[r.cur.client] = struct{}{}
+	if h.clients == nil {
+		h.clients = map[baseline.ClientID]struct{}{}
+	}
+	h.clients[r.cur.client] = struct{}{}
+}
+
+func (o observer) ObserveCandidate(rule *rules.Rule, i int, out rules.Outcome) {
+	r := o.r
+	ri, ok := r.index[rule]
+	if !ok || i >= len(r.stats[ri].candidates) || out == rules.Allowed {
+		return
+	}
+	c := &r.stats[ri].candidates[i]
+	c.wouldBlock++
+	c.clients[r.cur.client] = struct{}{}
+}
+
+func (o observer) Charged(rule *rules.Rule, cost float64) {
+	if ri, ok := o.r.index[rule]; ok {
+		o.r.stats[ri].charged += cost
+	}
+}
+
+// CleanPath returns the canonical form of a request path as the gateway
+// computes it before matching routes and rules: absolute, dot segments
+// resolved, repeated slashes collapsed, a trailing slash kept.
+func CleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	if !strings.Contains(p, "//") && !strings.Contains(p, "/.") {
+		return p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// isBrowser reports whether a client is a browser client.
+func (r *Replay) isBrowser(id baseline.ClientID) bool {
+	return r.base.Class(id) == uaclass.Browser
+}

@@ -1,0 +1,167 @@
+package replay
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/logs/baseline"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// Result is what `floodgate replay --json` prints. The line counts and
+// Files are the caller's to fill.
+type Result struct {
+	Lines    int64 `json:"lines"`
+	Parsed   int64 `json:"parsed"`
+	Unparsed int64 `json:"unparsed"`
+	// Requests is the number of request records replayed; Unrouted of
+	// them matched no route and met no rule.
+	Requests int64 `json:"requests"`
+	Unrouted int64 `json:"unrouted"`
+	// Clients is the number of distinct clients.
+	Clients int `json:"clients"`
+	// Mode is "log-only" or "enforce" (see the package comment).
+	Mode string `json:"mode"`
+	// From and To are the times of the first and last requests.
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
+	// StoreEvictions counts counters the store dropped before they
+	// expired because it was full; non-zero means some clients got their
+	// limit afresh and the counts are low.
+	StoreEvictions uint64      `json:"store_evictions"`
+	Files          []logs.File `json:"files"`
+	Rules          []Rule      `json:"rules"`
+	// Windows are the per-client peaks over the rules' windows, for
+	// comparing thresholds with traffic (baseline's shape).
+	Windows []baseline.Window `json:"windows"`
+}
+
+// Rule is what one rule did over the replay.
+type Rule struct {
+	Name   string `json:"name"`
+	Action string `json:"action"`
+	// Limit is the rule's limits as written, "100/5m", several joined by
+	// " + "; "" for deny and allow rules.
+	Limit string `json:"limit"`
+	// Algorithm is the algorithm of the limits, "" without limits.
+	Algorithm string `json:"algorithm,omitempty"`
+	// Matched counts the requests the rule evaluated (its condition held).
+	Matched int64 `json:"matched"`
+	// WouldBlockRequests counts the requests it refused or would have:
+	// over a limit, or denied.
+	WouldBlockRequests int64 `json:"would_block_requests"`
+	// WouldBlockClients counts the distinct clients of those requests;
+	// WouldBlockBrowserClients the browser clients among them (a client's
+	// class is that of most of its requests).
+	WouldBlockClients        int `json:"would_block_clients"`
+	WouldBlockBrowserClients int `json:"would_block_browser_clients"`
+	// Errors counts evaluations that failed (a condition or key that
+	// could not be evaluated): the rule was skipped, as the gateway does.
+	Errors int64 `json:"errors"`
+	// Cost and Charged are the rule's cost unit and what was charged in
+	// it, for rules that count something other than requests.
+	Cost    string  `json:"cost,omitempty"`
+	Charged float64 `json:"charged,omitempty"`
+	// Candidates are the rule's candidate limits (shadow thresholds
+	// counted on the same key next to the live one), with what each
+	// would have blocked.
+	Candidates []Candidate `json:"candidates,omitempty"`
+	// Timeline has the same numbers per hour (UTC), for the hours in which
+	// the rule matched a request, in order.
+	Timeline []Hour `json:"timeline"`
+	// Limits are the parsed limits, for reports.
+	Limits []ratelimit.Limit `json:"-"`
+}
+
+// A Candidate is a rule's candidate limit and what it would have blocked.
+type Candidate struct {
+	Limit                    string `json:"limit"`
+	WouldBlockRequests       int64  `json:"would_block_requests"`
+	WouldBlockClients        int    `json:"would_block_clients"`
+	WouldBlockBrowserClients int    `json:"would_block_browser_clients"`
+}
+
+// Hour is a rule's numbers in one hour.
+type Hour struct {
+	// Hour is the start of the hour, RFC 3339 in UTC.
+	Hour                     string `json:"hour"`
+	Matched                  int64  `json:"matched"`
+	WouldBlockRequests       int64  `json:"would_block_requests"`
+	WouldBlockClients        int    `json:"would_block_clients"`
+	WouldBlockBrowserClients int    `json:"would_block_browser_clients"`
+}
+
+// Result computes the report. The Replay may not be added to after.
+func (r *Replay) Result() *Result {
+	res := &Result{Requests: r.base.Requests(), Unrouted: r.unrouted, Clients: r.base.Clients(),
+		Mode: "enforce", StoreEvictions: r.store.Stats().Evictions, Rules: []Rule{}}
+	if r.engine.LogOnly.Load() {
+		res.Mode = "log-only"
+	}
+	if first, last, ok := r.base.Span(); ok {
+		res.From, res.To = first.Format(time.RFC3339), last.Format(time.RFC3339)
+	}
+	for i, rule := range r.rules {
+		st := &r.stats[i]
+		out := Rule{Name: rule.Name, Action: rule.Action.String(), Limit: LimitString(rule.Limits),
+			Matched: st.matched, WouldBlockRequests: st.wouldBlock, Errors: st.errors,
+			Timeline: []Hour{}, Limits: rule.Limits}
+		if len(rule.Limits) > 0 {
+			out.Algorithm = rule.Limits[0].Algorithm.String()
+		}
+		out.WouldBlockClients, out.WouldBlockBrowserClients = r.count(st.clients)
+		if rule.Cost != "" && rule.Cost != config.CostRequests {
+			out.Cost, out.Charged = rule.Cost, st.charged
+		}
+		for ci, c := range st.candidates {
+			cand := Candidate{Limit: rule.Candidates[ci].String(), WouldBlockRequests: c.wouldBlock}
+			cand.WouldBlockClients, cand.WouldBlockBrowserClients = r.count(c.clients)
+			out.Candidates = append(out.Candidates, cand)
+		}
+		hours := make([]int64, 0, len(st.hours))
+		for h := range st.hours {
+			hours = append(hours, h)
+		}
+		slices.Sort(hours)
+		for _, h := range hours {
+			hs := st.hours[h]
+			hr := Hour{Hour: time.Unix(0, h*int64(time.Hour)).UTC().Format(time.RFC3339),
+				Matched: hs.matched, WouldBlockRequests: hs.wouldBlock}
+			hr.WouldBlockClients, hr.WouldBlockBrowserClients = r.count(hs.clients)
+			out.Timeline = append(out.Timeline, hr)
+		}
+		res.Rules = append(res.Rules, out)
+	}
+	br := r.base.Result(baseline.ResultOptions{Top: -1})
+	res.Windows = br.Windows
+	slices.SortStableFunc(res.Windows, func(a, b baseline.Window) int {
+		wa, _ := ratelimit.ParseWindow(a.Window)
+		wb, _ := ratelimit.ParseWindow(b.Window)
+		return cmp.Compare(wa, wb)
+	})
+	return res
+}
+
+func (r *Replay) count(set map[baseline.ClientID]struct{}) (clients, browsers int) {
+	for id := range set {
+		clients++
+		if r.isBrowser(id) {
+			browsers++
+		}
+	}
+	return clients, browsers
+}
+
+// LimitString writes limits as a rule's limits are written: "100/5m",
+// several joined by " + ".
+func LimitString(limits []ratelimit.Limit) string {
+	s := make([]string, len(limits))
+	for i, l := range limits {
+		s[i] = l.String()
+	}
+	return strings.Join(s, " + ")
+}

@@ -1,0 +1,82 @@
+// Package redisstore provides the Redis ratelimit.Store, for gateway
+// replicas that must share their counters: N replicas using one Redis (or
+// Valkey, or a Redis Cluster) admit together exactly what one would.
+//
+//	o, err := redisstore.ParseURL("redis://:secret@10.0.0.5:6379/0?timeout=50ms")
+//	if err != nil { … }
+//	o.Logger = logger
+//	s, err := redisstore.New(o) // fails only for invalid options, never because Redis is down
+//	if err != nil { … }
+//	defer s.Close()
+//	d, err := s.Take(ctx, key, 1, limits...)
+//
+// It is the only package of floodgate that imports a Redis client
+// (github.com/redis/rueidis).
+//
+// # Decisions
+//
+// Each Take is one Lua script, run atomically by the Redis server that
+// holds the key's counters: it reads the server's clock (TIME, so every
+// replica decides with the same clock), reads every counter of the Take,
+// decides with the same integer algorithms as package ratelimit (all or
+// nothing across the limits; refused events are not recorded; n = 0
+// records nothing), writes the counters that changed with an expiry at
+// the instant they are empty again, and returns the state it read and
+// the server's instant. The Decision's Remaining, RetryAfter and
+// ResetAfter are then computed in Go by ratelimit.Limit.Take on that state
+// and instant, so they are the in-memory store's to the nanosecond, given
+// the server's clock (whose resolution is a microsecond). One Take is at
+// most one round trip (two when a server has just restarted and lost its
+// script cache: EVALSHA, then EVAL); concurrent Takes are pipelined on
+// shared connections by the client.
+//
+// # Keys
+//
+// The caller's key is never stored: it is replaced by the first 128 bits
+// of its SHA-256 (HMAC-SHA-256 with Options.KeySecret, which hides even
+// guessable keys such as IPv4 addresses from whoever reads Redis),
+// the same in every process. Each (key, limit) counter is one Redis string:
+//
+//	PREFIX{HASH}:A:COUNT:WINDOW_MS    fg:{q3Gx0t7bYp0m1rj2s8wV4A}:s:1500:300000
+//
+// where PREFIX is Options.KeyPrefix ("fg:"), HASH the key's hash in
+// base64url (22 characters), A the algorithm (s sliding window, g GCRA,
+// f fixed window), then the limit's count and window in milliseconds. The
+// braces are a Redis Cluster hash tag: all the counters of one key hash to
+// one slot, so a Take with several limits is one script on one node. The
+// value is three integers (see the script in script.go); each key expires
+// (PX) when its counter is empty again, so idle keys cost nothing. A
+// counter takes about 100 bytes of Redis memory.
+//
+// # The over-limit cache
+//
+// A counter that refused a Take is remembered locally (at most
+// Options.CacheSize counters) as Redis held it. Later Takes of that key
+// replay the algorithm on it at the latest instant the server's clock can
+// have reached; while it refuses, they are refused without a round trip,
+// with a RetryAfter that shrinks as time passes, and never after Redis
+// would admit again (Redis can only hold more events, not fewer). Such a
+// refusal reports the cached limits only: another limit of the same Take
+// might also refuse, with a longer wait. A cached refusal can outlive its
+// counter only if Redis loses data (a restart without persistence, a
+// FLUSHALL, or eviction under maxmemory: use a noeviction or volatile-*
+// policy); the cache is dropped whenever Redis was unreachable.
+//
+// # Failures
+//
+// No Take waits longer than Options.Timeout (100ms by default). When
+// Redis does not answer in time or the connection fails, the Take
+// returns an error, and for the next 50ms (doubling up to 1s while Redis
+// stays unreachable) Takes fail at once with ErrUnavailable instead of
+// each waiting out the timeout; then one Take probes Redis for all the
+// others, and the first success ends it. Error replies from a server that
+// answered (such as LOADING after a restart) fail their Take but not the
+// next ones. Deciding what a failed Take means (fail open or closed) is
+// the caller's business.
+//
+// New never fails because Redis is down and never waits longer than
+// Options.Timeout for it: it connects in the background until it
+// succeeds. After that the client reconnects by itself, so a restarted
+// Redis is used again without restarting the gateway. Stats counts
+// decisions, round trips, cache hits, errors and fast failures.
+package redisstore

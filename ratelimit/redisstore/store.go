@@ -1,0 +1,522 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// Errors a Take or Ping may wrap; test with errors.Is.
+var (
+	// ErrUnavailable means the store answered at once without asking
+	// Redis, because Redis is not connected yet or failed recently (see
+	// the package comment). The error's text says why.
+	ErrUnavailable = errors.New("redisstore: redis unavailable")
+	// ErrClosed is returned by every Take and Ping after Close.
+	ErrClosed = errors.New("redisstore: store closed")
+)
+
+// Backoff between connection attempts, and between probes while Redis is
+// unreachable.
+const (
+	minBackoff = 50 * time.Millisecond
+	maxBackoff = time.Second
+)
+
+// A Store is the Redis ratelimit.Store. Make one with New and release it
+// with Close. It is safe for concurrent use: concurrent Takes share
+// connections, and their scripts share network round trips
+// (auto-pipelining).
+type Store struct {
+	opts    Options
+	timeout time.Duration
+	prefix  string
+	hash    *hasher
+	cache   *cache // nil: no cache
+	logger  *slog.Logger
+
+	client  atomic.Pointer[rueidis.Client] // nil until connected
+	lastErr atomic.Pointer[error]          // why not connected, for messages
+
+	// The breaker: while mono() < failUntil, Takes fail at once; the
+	// first Take after it probes Redis for the others (see Take).
+	failUntil atomic.Int64 // 0: closed
+	backoff   atomic.Int64 // the next probe interval, ns
+
+	start time.Time // mono() is the time since start
+
+	mu     sync.Mutex // guards closed and the client's creation and closing
+	closed bool
+	done   chan struct{} // closed by Close
+	wg     sync.WaitGroup
+
+	takes, roundTrips, cacheHits, errs, fastFails atomic.Uint64
+
+	localNow func() int64 // tests only: replaces mono for the cache
+}
+
+var _ ratelimit.Store = (*Store)(nil)
+
+// New returns a Store for the Redis servers that o names. It fails only
+// when o is invalid (no address, a malformed address, a negative DB or
+// timeout, a database other than 0 with a cluster, braces in KeyPrefix),
+// naming every problem. It does not fail when Redis is down: it tries to
+// connect for at most o.Timeout, then goes on trying in the background,
+// every 50ms at first and every second at most, until it succeeds or the
+// Store is closed. Until then Take and Ping return ErrUnavailable.
+//
+// With one address the store asks the server whether it is a cluster
+// node; with several, it treats them as nodes of one cluster.
+func New(o Options) (*Store, error) {
+	o, err := o.validate()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w", err)
+	}
+	s := &Store{
+		opts:    o,
+		timeout: o.Timeout,
+		prefix:  o.KeyPrefix,
+		hash:    newHasher(o.KeySecret),
+		cache:   newCache(o.CacheSize),
+		logger:  o.Logger,
+		start:   time.Now(),
+		done:    make(chan struct{}),
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.backoff.Store(int64(minBackoff))
+	first := make(chan struct{})
+	s.wg.Add(1)
+	go s.connect(first)
+	select {
+	case <-first:
+	case <-time.After(o.Timeout):
+	}
+	return s, nil
+}
+
+// clientOption returns the rueidis options for o.
+func clientOption(o Options) rueidis.ClientOption {
+	return rueidis.ClientOption{
+		InitAddress:  o.Addrs,
+		Username:     o.Username,
+		Password:     o.Password,
+		SelectDB:     o.DB,
+		TLSConfig:    o.TLS,
+		ClientName:   "floodgate",
+		DisableCache: true, // no client-side caching: counters change on every Take
+		Dialer: net.Dialer{
+			Timeout:   max(10*o.Timeout, time.Second),
+			KeepAlive: time.Second,
+		},
+		// A connection whose replies are this late is closed and dialled
+		// again. Takes give up long before, after o.Timeout.
+		ConnWriteTimeout: max(20*o.Timeout, 2*time.Second),
+	}
+}
+
+// connect makes the rueidis client, retrying with backoff until it
+// succeeds or the store is closed. It closes first after the first
+// attempt.
+func (s *Store) connect(first chan struct{}) {
+	defer s.wg.Done()
+	defer func() {
+		select {
+		case <-first:
+		default:
+			close(first)
+		}
+	}()
+	backoff := minBackoff
+	for attempt := 1; ; attempt++ {
+		c, err := rueidis.NewClient(clientOption(s.opts))
+		if err == nil {
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				c.Close()
+				return
+			}
+			s.client.Store(&c)
+			s.mu.Unlock()
+			s.logger.LogAttrs(context.Background(), slog.LevelInfo, "redis store connected",
+				slog.String("redis", s.opts.String()), slog.String("mode", string(c.Mode())), slog.Int("attempts", attempt))
+			return
+		}
+		s.lastErr.Store(&err)
+		if attempt == 1 {
+			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store cannot connect; retrying in the background",
+				slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
+			close(first)
+		}
+		select {
+		case <-s.done:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// mono returns this process's monotonic clock, in ns since New.
+func (s *Store) mono() int64 {
+	if s.localNow != nil {
+		return s.localNow()
+	}
+	return int64(time.Since(s.start))
+}
+
+// Take records n events for key under every limit in limits if all admit
+// them, as ratelimit.Store documents, in one atomic script on the Redis
+// server that holds key's counters, with that server's clock.
+//
+// A Take that a counter in the over-limit cache refuses is answered
+// without a round trip (see the package comment); its Decision's Limit
+// and RetryAfter come from the cached counters only. A Take while Redis is
+// known to be unreachable fails at once with an error wrapping
+// ErrUnavailable. Otherwise Take waits at most Options.Timeout (or until
+// ctx ends, if sooner) and returns an error if Redis has not answered by
+// then; whether the events were recorded is then unknown.
+//
+// Take returns an error, without a round trip and recording nothing, for
+// no limits (ratelimit.ErrNoLimits), a negative n, or an invalid limit;
+// ErrClosed after Close; and otherwise an error that wraps the client's
+// or server's (context.DeadlineExceeded on a timeout).
+func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	if err := check(n, limits); err != nil {
+		return ratelimit.Decision{}, err
+	}
+	s.takes.Add(1)
+	h := s.hash.sum(key)
+	if s.cache != nil && n > 0 {
+		if d, ok := s.cache.refuse(h, limits, n, s.mono()); ok {
+			s.cacheHits.Add(1)
+			return d, nil
+		}
+	}
+	cp := s.client.Load()
+	if cp == nil {
+		return ratelimit.Decision{}, s.fastFail()
+	}
+	probe := false
+	if fu := s.failUntil.Load(); fu != 0 {
+		now := s.mono()
+		if now < fu || !s.failUntil.CompareAndSwap(fu, now+s.backoff.Load()) {
+			return ratelimit.Decision{}, s.fastFail()
+		}
+		probe = true // this Take finds out for the others whether Redis is back
+	}
+	d, err := s.take(ctx, *cp, h, n, limits)
+	switch {
+	case err == nil:
+		if probe || s.failUntil.Load() != 0 {
+			s.recovered()
+		}
+	case reachable(err):
+		if probe {
+			s.recovered()
+		}
+		s.errs.Add(1)
+	case ctx.Err() != nil: // the caller gave up; says nothing about Redis
+		s.errs.Add(1)
+	default:
+		s.failed(err)
+		s.errs.Add(1)
+	}
+	return d, err
+}
+
+// check validates Take's arguments.
+func check(n int64, limits []ratelimit.Limit) error {
+	if len(limits) == 0 {
+		return ratelimit.ErrNoLimits
+	}
+	if n < 0 {
+		return fmt.Errorf("redisstore: take %d events: n must not be negative", n)
+	}
+	for i, l := range limits {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("redisstore: take: limit %d (%s): %w", i, l, err)
+		}
+	}
+	return nil
+}
+
+// fastFail counts and returns the error of a Take not sent to Redis.
+func (s *Store) fastFail() error {
+	s.errs.Add(1)
+	s.fastFails.Add(1)
+	return s.unavailable()
+}
+
+// unavailable returns the error for "not asking Redis now", saying why.
+func (s *Store) unavailable() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if s.client.Load() == nil {
+		if p := s.lastErr.Load(); p != nil {
+			return fmt.Errorf("%w: not connected: %v", ErrUnavailable, *p)
+		}
+		return fmt.Errorf("%w: not connected yet", ErrUnavailable)
+	}
+	if p := s.lastErr.Load(); p != nil {
+		return fmt.Errorf("%w: failed recently: %v", ErrUnavailable, *p)
+	}
+	return fmt.Errorf("%w: failed recently", ErrUnavailable)
+}
+
+// reachable reports whether err came from a Redis server's reply (so
+// Redis is up, whatever went wrong) or from decoding one.
+func reachable(err error) bool {
+	_, ok := rueidis.IsRedisErr(err)
+	return ok || errors.Is(err, errCorrupt)
+}
+
+// failed opens the breaker after err, which says Redis did not answer:
+// Takes fail at once until the next probe.
+func (s *Store) failed(err error) {
+	s.lastErr.Store(&err)
+	now := s.mono()
+	if s.failUntil.CompareAndSwap(0, now+int64(minBackoff)) {
+		s.backoff.Store(int64(minBackoff))
+		s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store unreachable; failing fast until it answers again",
+			slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
+		return
+	}
+	// A probe failed: wait longer before the next one.
+	b := min(2*s.backoff.Load(), int64(maxBackoff))
+	s.backoff.Store(b)
+	s.failUntil.Store(now + b)
+}
+
+// recovered closes the breaker. Redis may have lost its data while
+// unreachable (a restart), so the over-limit cache is dropped.
+func (s *Store) recovered() {
+	if s.failUntil.Swap(0) == 0 {
+		return
+	}
+	s.backoff.Store(int64(minBackoff))
+	if s.cache != nil {
+		s.cache.clear()
+	}
+	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "redis store reachable again",
+		slog.String("redis", s.opts.String()))
+}
+
+// A request is the script call for one Take.
+type request struct {
+	counters []ratelimit.Limit // the distinct limits
+	uniq     []int             // uniq[i] is the index in counters of the Take's limits[i]
+	keys     []string          // the counters' Redis keys
+	args     []string          // the script's arguments
+}
+
+// newRequest prepares the script call for a Take of n events for the key
+// whose hash is h under limits.
+func (s *Store) newRequest(h keyHash, n int64, limits []ratelimit.Limit) request {
+	var r request
+	r.uniq = make([]int, 0, len(limits))
+	if len(limits) == 1 {
+		r.counters = limits
+		r.uniq = append(r.uniq, 0)
+	} else {
+		r.counters = make([]ratelimit.Limit, 0, len(limits))
+	next:
+		for _, l := range limits {
+			for j, m := range r.counters {
+				if m == l {
+					r.uniq = append(r.uniq, j)
+					continue next
+				}
+			}
+			r.uniq = append(r.uniq, len(r.counters))
+			r.counters = append(r.counters, l)
+		}
+	}
+	var tagBuf [24]byte
+	tag := appendTag(tagBuf[:0], h)
+	r.keys = make([]string, len(r.counters))
+	r.args = make([]string, 1, 1+8*len(r.counters))
+	r.args[0] = strconv.FormatInt(min(n, maxScriptN), 10)
+	for i, l := range r.counters {
+		r.keys[i] = counterKey(s.prefix, tag, l)
+		r.args = appendArgs(r.args, l, n)
+	}
+	return r
+}
+
+// A reply is what the script returns: the server's instant (Unix ns),
+// whether it admitted, and the counters' states before the Take.
+type reply struct {
+	now      int64
+	admitted bool
+	states   []ratelimit.State
+}
+
+// run sends r's script, bounded by Options.Timeout, and decodes the reply.
+// sent is the local instant it was sent at.
+func (s *Store) run(ctx context.Context, c rueidis.Client, r request) (rep reply, sent int64, err error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	sent = s.mono()
+	s.roundTrips.Add(1)
+	res := c.Do(ctx, c.B().Evalsha().Sha1(takeScriptSHA).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.args...).Build())
+	if rerr, ok := rueidis.IsRedisErr(res.Error()); ok && rerr.IsNoScript() {
+		s.roundTrips.Add(1)
+		res = c.Do(ctx, c.B().Eval().Script(takeScript).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.args...).Build())
+	}
+	vals, err := res.AsIntSlice()
+	if err != nil {
+		return rep, sent, fmt.Errorf("redisstore: take: %w", err)
+	}
+	if len(vals) != 2+3*len(r.counters) || vals[0] <= 0 || vals[0] >= maxUS || vals[1] < 0 || vals[1] > 1 {
+		return rep, sent, fmt.Errorf("%w: %d values for %d counters", errCorrupt, len(vals), len(r.counters))
+	}
+	rep.now, rep.admitted = vals[0]*1000, vals[1] == 1
+	rep.states = make([]ratelimit.State, len(r.counters))
+	for i, l := range r.counters {
+		if rep.states[i], err = decodeState(l.Algorithm, vals[2+3*i], vals[3+3*i], vals[4+3*i]); err != nil {
+			return rep, sent, err
+		}
+	}
+	return rep, sent, nil
+}
+
+// take runs the script for one Take and computes its Decision.
+func (s *Store) take(ctx context.Context, c rueidis.Client, h keyHash, n int64, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+	r := s.newRequest(h, n, limits)
+	rep, sent, err := s.run(ctx, c, r)
+	if err != nil {
+		return ratelimit.Decision{}, err
+	}
+	// The script decided; the same algorithm on the same state and
+	// instant gives the Decision's numbers.
+	var d ratelimit.Decision
+	for i, l := range limits {
+		_, di := l.Take(rep.states[r.uniq[i]], rep.now, n)
+		d = ratelimit.Combine(d, i, di)
+	}
+	if d.Allowed != rep.admitted {
+		return ratelimit.Decision{}, fmt.Errorf("%w: the script and the algorithm disagree (admitted %v, %v)", errCorrupt, rep.admitted, d.Allowed)
+	}
+	if s.cache != nil && !d.Allowed {
+		offset := rep.now - sent
+		for i, l := range r.counters {
+			if _, di := l.Take(rep.states[i], rep.now, n); !di.Allowed {
+				next, _ := l.Take(rep.states[i], rep.now, 0) // what Redis holds now: nothing recorded
+				s.cache.put(h, l, next, offset, sent)
+			}
+		}
+	}
+	return d, nil
+}
+
+// Ping checks that every Redis node the store knows answers PING within
+// Options.Timeout (or before ctx ends), for readiness checks. It returns
+// an error wrapping ErrUnavailable when not connected, ErrClosed after
+// Close, or the first node's failure. A successful Ping also ends the
+// fail-fast period of an earlier failure.
+func (s *Store) Ping(ctx context.Context) error {
+	cp := s.client.Load()
+	if cp == nil {
+		return s.unavailable()
+	}
+	c := *cp
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	for addr, node := range c.Nodes() {
+		if err := node.Do(ctx, node.B().Ping().Build()).Error(); err != nil {
+			return fmt.Errorf("redisstore: ping %s: %w", addr, err)
+		}
+	}
+	s.recovered()
+	return nil
+}
+
+// Stats are counts about a Store since New, for metrics. Counts are
+// read one by one, so they may be from slightly different instants.
+type Stats struct {
+	// Takes counts Take calls with valid arguments.
+	Takes uint64
+	// RoundTrips counts scripts sent to Redis: EVALSHA, and EVAL when a
+	// server did not know the script yet (after a restart). Each is one
+	// request and one reply; concurrent ones share network writes and
+	// reads. RoundTrips/Takes is the round trips per decision.
+	RoundTrips uint64
+	// CacheHits counts Takes refused by the over-limit cache, without a
+	// round trip.
+	CacheHits uint64
+	// Errors counts Takes that returned an error other than for bad
+	// arguments: timeouts, connection failures, Redis errors, and
+	// FastFails.
+	Errors uint64
+	// FastFails counts the Errors returned at once, without asking Redis,
+	// because it was not connected or had just failed.
+	FastFails uint64
+	// CacheEntries is the number of counters in the over-limit cache now.
+	CacheEntries int
+	// Connected reports whether the store has connected to Redis (once;
+	// the client reconnects by itself after that).
+	Connected bool
+	// Up reports whether Takes are sent to Redis now: connected, and no
+	// failure since the last success.
+	Up bool
+	// Cluster reports whether the servers are a Redis Cluster.
+	Cluster bool
+}
+
+// Stats returns the store's counts.
+func (s *Store) Stats() Stats {
+	st := Stats{
+		Takes:      s.takes.Load(),
+		RoundTrips: s.roundTrips.Load(),
+		CacheHits:  s.cacheHits.Load(),
+		Errors:     s.errs.Load(),
+		FastFails:  s.fastFails.Load(),
+	}
+	if s.cache != nil {
+		st.CacheEntries = s.cache.len()
+	}
+	if cp := s.client.Load(); cp != nil {
+		st.Connected = true
+		st.Up = s.failUntil.Load() == 0
+		st.Cluster = (*cp).Mode() == rueidis.ClientModeCluster
+	}
+	return st
+}
+
+// Close stops connecting, closes the connections and makes later Takes
+// and Pings return ErrClosed. Takes in flight end with an error. It
+// waits for a connection attempt in progress to end (at most the dial
+// timeout, max(10×Timeout, 1s)) and always returns nil; calling it again
+// does nothing.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.mu.Unlock()
+	s.wg.Wait()
+	if cp := s.client.Swap(nil); cp != nil {
+		(*cp).Close()
+	}
+	return nil
+}
