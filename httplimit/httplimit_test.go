@@ -508,15 +508,15 @@ func TestNewErrors(t *testing.T) {
 		spec httplimit.RuleSpec
 		want []string
 	}{
-		{httplimit.RuleSpec{}, []string{"name is required", "no limits"}},
+		{httplimit.RuleSpec{}, []string{`httplimit: rule "": name is required`, `httplimit: rule "": no limits`}},
 		{httplimit.RuleSpec{Name: "taken", Limits: good}, []string{`"taken"`, "already used"}},
 		{httplimit.RuleSpec{Name: "é", Limits: good}, []string{"printable ASCII"}},
 		{httplimit.RuleSpec{Name: "r", Limits: []ratelimit.Limit{{Count: 0, Window: time.Minute}}}, []string{"limit 0", "must be positive"}},
-		{httplimit.RuleSpec{Name: "r", Limits: []ratelimit.Limit{lim(1, time.Minute), {Count: 5, Window: time.Minute, Algorithm: ratelimit.GCRA}}}, []string{"duplicate name", `"r-1m"`}},
-		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByUser(nil)}, []string{"key user has no user function"}},
-		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByFunc(nil)}, []string{"key func has no function"}},
-		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByHeader("")}, []string{"header name"}},
-		{httplimit.RuleSpec{Name: "r", Limits: good, RetryAfter: -time.Second}, []string{"retry_after -1s is negative"}},
+		{httplimit.RuleSpec{Name: "r", Limits: []ratelimit.Limit{lim(1, time.Minute), {Count: 5, Window: time.Minute, Algorithm: ratelimit.GCRA}}}, []string{"limits 0 and 1 have the same window 1m"}},
+		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByUser(nil)}, []string{"key ByUser has no user function"}},
+		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByFunc(nil)}, []string{"key ByFunc has no function"}},
+		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByHeader("")}, []string{"key ByHeader has no header name"}},
+		{httplimit.RuleSpec{Name: "r", Limits: good, RetryAfter: -time.Second}, []string{"RetryAfter -1s is negative"}},
 		{httplimit.RuleSpec{Name: "r", Limits: good, Message: map[string]string{"en": "{bogus}"}}, []string{"bogus"}},
 		{httplimit.RuleSpec{Name: "r", Limits: good, OnStoreError: 9}, []string{"OnStoreError"}},
 	}

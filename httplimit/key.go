@@ -87,19 +87,6 @@ func (k Key) String() string {
 	return "ip"
 }
 
-// valid reports whether the key has what it needs.
-func (k Key) valid() bool {
-	switch k.kind {
-	case keyHeader:
-		return k.header != ""
-	case keyUser:
-		return k.user != nil
-	case keyFunc:
-		return k.fn != nil
-	}
-	return true
-}
-
 // appendValue appends the key's value for r to dst and reports whether r
 // has one.
 func (k Key) appendValue(dst []byte, res *clientip.Resolver, r *http.Request) ([]byte, bool) {

@@ -212,16 +212,17 @@ func New(store ratelimit.Store, opts Options) (*Limiter, error) {
 		IPv6Prefix:     opts.ClientIP.IPv6Prefix,
 	}
 	var err error
-	if l.resolver, err = clientip.New(ipOpts); err != nil {
-		errs = append(errs, fmt.Errorf("httplimit: new: client ip: %w", err))
+	l.resolver, err = clientip.New(ipOpts)
+	for _, line := range lines(err) {
+		errs = append(errs, errors.New("httplimit: new: "+line))
 	}
 	l.answers, err = respond.NewWriter(respond.Options{
 		DefaultLanguage:     opts.DefaultLanguage,
 		CORS:                respond.CORS{AllowOrigins: opts.CORS.AllowOrigins, ExposeHeaders: opts.CORS.ExposeHeaders},
 		OmitRateLimitFields: opts.RateLimitFields == FieldsNever,
 	})
-	if err != nil {
-		errs = append(errs, fmt.Errorf("httplimit: new: answers: %w", err))
+	for _, line := range lines(err) {
+		errs = append(errs, errors.New("httplimit: new: "+line))
 	}
 	if opts.RateLimitFields > FieldsNever {
 		errs = append(errs, fmt.Errorf("httplimit: new: unknown RateLimitFields %d", opts.RateLimitFields))

@@ -86,7 +86,9 @@ const keyNamespace = "httplimit\x1f"
 // give several handlers one quota, wrap them all with the same Rule.
 func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("httplimit: rule %q: "+format, append([]any{spec.Name}, args...)...))
+	}
 	r := &Rule{
 		l:       l,
 		name:    spec.Name,
@@ -102,7 +104,7 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 	case spec.Name == "":
 		bad("name is required")
 	case strings.ContainsFunc(spec.Name, func(c rune) bool { return c < 0x20 || c > 0x7e }):
-		bad("name %q must be printable ASCII", spec.Name)
+		bad("name must be printable ASCII")
 	}
 	if len(spec.Limits) == 0 {
 		bad("no limits")
@@ -111,9 +113,28 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 		if err := lim.Validate(); err != nil {
 			bad("limit %d (%s): %v", i, lim, err)
 		}
+		for j, prev := range spec.Limits[:i] {
+			if prev.Window == lim.Window {
+				bad("limits %d and %d have the same window %s: give each limit of a rule its own window", j, i, ratelimit.FormatWindow(lim.Window))
+			}
+		}
 	}
-	if !spec.Key.valid() {
-		bad("key %s has no %s", spec.Key, map[keyKind]string{keyHeader: "header name", keyUser: "user function", keyFunc: "function"}[spec.Key.kind])
+	switch spec.Key.kind {
+	case keyHeader:
+		if spec.Key.header == "" {
+			bad("key ByHeader has no header name")
+		}
+	case keyUser:
+		if spec.Key.user == nil {
+			bad("key ByUser has no user function")
+		}
+	case keyFunc:
+		if spec.Key.fn == nil {
+			bad("key ByFunc has no function")
+		}
+	}
+	if spec.RetryAfter < 0 {
+		bad("RetryAfter %s is negative", spec.RetryAfter)
 	}
 	switch spec.OnStoreError {
 	case 0:
@@ -122,31 +143,28 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 	default:
 		bad("unknown OnStoreError %s", spec.OnStoreError)
 	}
+	msg, err := respond.CompileMessage(spec.Message)
+	for _, line := range lines(err) {
+		bad("%s", line)
+	}
 
 	// The answers, built as the gateway builds a rule's (internal/gateway).
-	rs := respond.RuleSpec{Name: spec.Name, RetryAfter: spec.RetryAfter}
-	if len(spec.Limits) > 0 {
-		rs.Limit = spec.Limits[0].String()
-	}
-	for _, lim := range spec.Limits {
-		name := spec.Name
-		if len(spec.Limits) > 1 {
-			name += "-" + ratelimit.FormatWindow(lim.Window)
-		}
-		rs.Policies = append(rs.Policies, respond.Policy{Name: name, Quota: lim.Count, Window: lim.Window})
-	}
-	var err error
-	if rs.Message, err = respond.CompileMessage(spec.Message); err != nil {
-		errs = append(errs, err)
-	}
-	if r.ans, err = respond.NewRule(rs); err != nil && spec.Name != "" && len(spec.Limits) > 0 {
-		errs = append(errs, err)
-	}
-	if r.ans != nil {
-		r.policy = []string{r.ans.PolicyField()}
-	}
-
 	if len(errs) == 0 {
+		rs := respond.RuleSpec{Name: spec.Name, RetryAfter: spec.RetryAfter, Message: msg, Limit: spec.Limits[0].String()}
+		for _, lim := range spec.Limits {
+			name := spec.Name
+			if len(spec.Limits) > 1 {
+				name += "-" + ratelimit.FormatWindow(lim.Window)
+			}
+			rs.Policies = append(rs.Policies, respond.Policy{Name: name, Quota: lim.Count, Window: lim.Window})
+		}
+		r.ans, err = respond.NewRule(rs)
+		for _, line := range lines(err) {
+			bad("%s", line)
+		}
+	}
+	if len(errs) == 0 {
+		r.policy = []string{r.ans.PolicyField()}
 		l.mu.Lock()
 		if l.ruleByName[spec.Name] {
 			bad("name is already used by another rule of this Limiter")
@@ -156,9 +174,18 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 		l.mu.Unlock()
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("httplimit: rule %q: %w", spec.Name, errors.Join(errs...))
+		return nil, errors.Join(errs...)
 	}
 	return r, nil
+}
+
+// lines returns the lines of err's message: one per problem, for an
+// error made by errors.Join.
+func lines(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return strings.Split(err.Error(), "\n")
 }
 
 // Name returns the rule's name.

@@ -134,7 +134,18 @@ func printEffective(w io.Writer, f *config.File) {
 		if r.Rewrite != "" {
 			to += " " + r.Rewrite
 		}
-		fmt.Fprintf(w, "  %-12s %s%s -> %s\n", r.Name, methods, r.Path, to)
+		var extra []string
+		if r.MaxInflight > 0 {
+			extra = append(extra, fmt.Sprintf("max %d in flight", r.MaxInflight))
+		}
+		if t := r.Timeouts; t != (config.Timeouts{}) {
+			extra = append(extra, "timeouts "+formatTimeouts(t))
+		}
+		suffix := ""
+		if len(extra) > 0 {
+			suffix = " (" + strings.Join(extra, ", ") + ")"
+		}
+		fmt.Fprintf(w, "  %-12s %s%s -> %s%s\n", r.Name, methods, r.Path, to, suffix)
 	}
 	fmt.Fprintf(w, "\nrules (in evaluation order):\n")
 	if len(c.Rules) == 0 {
@@ -145,10 +156,38 @@ func printEffective(w io.Writer, f *config.File) {
 		if len(r.Limits) > 0 {
 			fmt.Fprintf(w, " %s per %s (%s)", strings.Join(r.Limits, " + "), strings.Join(r.Key, "+"), r.Algorithm)
 		}
+		if r.Cost != "" && r.Cost != config.CostRequests {
+			fmt.Fprintf(w, ", cost %s", r.Cost)
+		}
+		if len(r.Candidates) > 0 {
+			fmt.Fprintf(w, ", candidates %s", strings.Join(r.Candidates, " "))
+		}
+		if r.MaxInflight > 0 {
+			fmt.Fprintf(w, ", max %d in flight", r.MaxInflight)
+		}
+		if r.MaxInflightPerKey > 0 {
+			fmt.Fprintf(w, ", max %d in flight per key", r.MaxInflightPerKey)
+		}
+		if r.Ban != "" {
+			fmt.Fprintf(w, ", ban %s", r.Ban)
+		}
 		if r.RetryAfter != "" {
 			fmt.Fprintf(w, ", Retry-After %s", r.RetryAfter)
 		}
 		fmt.Fprintln(w)
+		if r.CountWhen != "" {
+			fmt.Fprintf(w, "     counts when: %s\n", strings.Join(strings.Fields(r.CountWhen), " "))
+		}
 		fmt.Fprintf(w, "     when: %s\n", strings.Join(strings.Fields(r.When), " "))
 	}
+}
+
+func formatTimeouts(t config.Timeouts) string {
+	var parts []string
+	for _, p := range []struct{ name, v string }{{"connect", t.Connect}, {"response header", t.ResponseHeader}, {"total", t.Total}} {
+		if p.v != "" {
+			parts = append(parts, p.name+" "+p.v)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

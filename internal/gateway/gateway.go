@@ -317,7 +317,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var fwd time.Duration
 	forwarded := false
 	defer func() {
-		g.engine.Finish(ctx, req, rules.Response{
+		// Not the request's context: counts after the response are made
+		// even when the client has gone (the store bounds its own wait).
+		g.engine.Finish(context.Background(), req, rules.Response{
 			Status: sw.statusOr200(), Header: w.Header(), Upstream: fwd, Bytes: sw.bytes,
 			Forwarded: forwarded && sw.code != 0 && !sw.own,
 		})

@@ -55,7 +55,7 @@ type Window struct {
 	ByClass map[string]ClassPeaks `json:"by_class"`
 	// Distribution counts the clients at each peak, ascending, for
 	// charts.
-	Distribution []Bin `json:"distribution"`
+	Distribution []Bin `json:"distribution,omitempty"`
 }
 
 // ClassPeaks are the peaks of one class of clients.
