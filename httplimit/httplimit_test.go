@@ -355,14 +355,14 @@ func TestFailurePolicy(t *testing.T) {
 	}{
 		{"fail open by default", httplimit.Options{}, httplimit.RuleSpec{}, 200, "", true,
 			ratelimit.Decision{Allowed: true}, httplimit.Allowed},
-		{"fail closed per rule", httplimit.Options{}, httplimit.RuleSpec{OnStoreError: httplimit.FailClosed}, 503, "5", false,
-			ratelimit.Decision{RetryAfter: 5 * time.Second}, httplimit.Blocked},
+		{"fail closed per rule", httplimit.Options{}, httplimit.RuleSpec{OnStoreError: httplimit.FailClosed}, 503, "10", false,
+			ratelimit.Decision{RetryAfter: 10 * time.Second}, httplimit.Blocked},
 		{"fail closed by default", httplimit.Options{OnStoreError: httplimit.FailClosed, FailClosedRetryAfter: 1500 * time.Millisecond}, httplimit.RuleSpec{}, 503, "2", false,
 			ratelimit.Decision{RetryAfter: 1500 * time.Millisecond}, httplimit.Blocked},
 		{"rule fails open against the default", httplimit.Options{OnStoreError: httplimit.FailClosed}, httplimit.RuleSpec{OnStoreError: httplimit.FailOpen}, 200, "", true,
 			ratelimit.Decision{Allowed: true}, httplimit.Allowed},
 		{"fixed retry-after wins", httplimit.Options{}, httplimit.RuleSpec{OnStoreError: httplimit.FailClosed, RetryAfter: 300 * time.Second}, 503, "300", false,
-			ratelimit.Decision{RetryAfter: 5 * time.Second}, httplimit.Blocked},
+			ratelimit.Decision{RetryAfter: 10 * time.Second}, httplimit.Blocked},
 		{"fail closed in shadow", httplimit.Options{}, httplimit.RuleSpec{OnStoreError: httplimit.FailClosed, Shadow: true}, 200, "", true,
 			ratelimit.Decision{Allowed: true}, httplimit.WouldBlock},
 	}
@@ -424,9 +424,10 @@ func TestShadow(t *testing.T) {
 		opts   httplimit.Options
 		shadow bool
 		fields string // RateLimit on the first, admitted, response
+		action string // in the log, as the gateway's
 	}{
-		{"rule", httplimit.Options{}, true, ""}, // a count rule advertises nothing
-		{"log-only", httplimit.Options{LogOnly: true}, false, `"r";r=0;t=120`},
+		{"rule", httplimit.Options{}, true, "", "count"}, // a count rule advertises nothing
+		{"log-only", httplimit.Options{LogOnly: true}, false, `"r";r=0;t=120`, "block"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClock()
@@ -454,7 +455,7 @@ func TestShadow(t *testing.T) {
 				t.Errorf("next served %d, want 2", next.n.Load())
 			}
 			log := logs.String()
-			if !strings.Contains(log, `"decision":"would_block"`) || !strings.Contains(log, `"action":"count"`) ||
+			if !strings.Contains(log, `"decision":"would_block"`) || !strings.Contains(log, `"action":"`+tt.action+`"`) ||
 				!strings.Contains(log, `"key_type":"ip"`) || strings.Contains(log, "192.0.2.1") {
 				t.Errorf("log lacks the would-block, or shows the client's address:\n%s", log)
 			}

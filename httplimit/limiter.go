@@ -23,8 +23,9 @@ const (
 	DefaultStoreTimeout = 100 * time.Millisecond
 	// DefaultFailClosedRetryAfter is the Retry-After of the 503 answers
 	// given while the store fails under FailClosed, unless
-	// Options.FailClosedRetryAfter says otherwise.
-	DefaultFailClosedRetryAfter = 5 * time.Second
+	// Options.FailClosedRetryAfter says otherwise: the gateway's default
+	// for its 503s.
+	DefaultFailClosedRetryAfter = 10 * time.Second
 )
 
 // A FailurePolicy says what a rule does with a request when the store
@@ -136,7 +137,7 @@ type Options struct {
 	// FailClosedRetryAfter is the wait a FailClosed rule asks for while
 	// the store fails (rounded up to whole seconds in Retry-After). A
 	// rule's fixed RuleSpec.RetryAfter replaces it in answers. Default
-	// DefaultFailClosedRetryAfter (5s).
+	// DefaultFailClosedRetryAfter (10s).
 	FailClosedRetryAfter time.Duration
 	// StoreTimeout bounds how long one decision waits for the store; a
 	// store that does not answer in time has failed, and the failure

@@ -54,7 +54,7 @@ func TestDeadRedis(t *testing.T) {
 		retry  string
 	}{
 		{open, http.StatusOK, ""},
-		{closed, http.StatusServiceUnavailable, "5"},
+		{closed, http.StatusServiceUnavailable, "10"},
 	} {
 		next := &ok{}
 		h := tt.rule.Wrap(next)

@@ -61,7 +61,8 @@ type Rule struct {
 	limits   []ratelimit.Limit
 	prefix   string // counter-key prefix: namespace and rule name
 	onError  FailurePolicy
-	shadow   bool // this rule's Shadow, or the Limiter's LogOnly
+	count    bool // RuleSpec.Shadow: the gateway's action count
+	shadow   bool // count, or the Limiter's LogOnly: never refuses
 	fieldsOK bool // RateLimit fields on admitted responses
 	ans      *respond.Rule
 	policy   []string // RateLimit-Policy value, shared by every response
@@ -97,6 +98,7 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 		limits:  append([]ratelimit.Limit(nil), spec.Limits...),
 		prefix:  keyNamespace + spec.Name + "\x1f",
 		onError: spec.OnStoreError,
+		count:   spec.Shadow,
 		shadow:  spec.Shadow || l.logOnly,
 	}
 	r.fieldsOK = l.fields == FieldsAlways && !spec.Shadow
@@ -209,12 +211,12 @@ func (r *Rule) Wrap(next http.Handler) http.Handler {
 		}
 		bp := bufPool.Get().(*[]byte)
 		buf, ok := r.key.appendValue(append((*bp)[:0], r.prefix...), r.l.resolver, req)
-		admit := true
+		pass := true
 		if ok {
-			admit = r.check(w, req, buf)
+			pass = r.check(w, req, buf)
 		}
 		putBuf(bp, buf)
-		if admit {
+		if pass {
 			next.ServeHTTP(w, req)
 		}
 	})
@@ -232,9 +234,9 @@ func (r *Rule) Wrap(next http.Handler) http.Handler {
 func (r *Rule) Check(w http.ResponseWriter, req *http.Request, key string) bool {
 	bp := bufPool.Get().(*[]byte)
 	buf := append(append((*bp)[:0], r.prefix...), key...)
-	admit := r.check(w, req, buf)
+	pass := r.check(w, req, buf)
 	putBuf(bp, buf)
-	return admit
+	return pass
 }
 
 // Take counts one event under key (the value the rule's Key would find
@@ -353,16 +355,26 @@ func (r *Rule) setFields(h http.Header, d ratelimit.Decision, scratch []byte) {
 // remainingOf returns the r parameter of the first item of a RateLimit
 // field value, such as `"api";r=42;t=10`.
 func remainingOf(v string) (int64, bool) {
-	_, after, ok := strings.Cut(v, ";r=")
+	// Skip the policy name, an RFC 9651 String that may hold ";r=".
+	if len(v) == 0 || v[0] != '"' {
+		return 0, false
+	}
+	i := 1
+	for ; i < len(v) && v[i] != '"'; i++ {
+		if v[i] == '\\' {
+			i++
+		}
+	}
+	_, after, ok := strings.Cut(v[min(i, len(v)):], ";r=")
 	if !ok {
 		return 0, false
 	}
 	var n int64
-	i := 0
-	for ; i < len(after) && '0' <= after[i] && after[i] <= '9' && i < 18; i++ {
-		n = n*10 + int64(after[i]-'0')
+	j := 0
+	for ; j < len(after) && j < 18 && '0' <= after[j] && after[j] <= '9'; j++ {
+		n = n*10 + int64(after[j]-'0')
 	}
-	return n, i > 0
+	return n, j > 0
 }
 
 // report tells Options.Observe and the log about one decision.
@@ -374,7 +386,7 @@ func (r *Rule) report(req *http.Request, o Outcome, d ratelimit.Decision, err er
 		return
 	}
 	action := "block"
-	if r.shadow {
+	if r.count {
 		action = "count"
 	}
 	attrs := make([]slog.Attr, 0, 10)

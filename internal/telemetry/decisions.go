@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -74,9 +75,15 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 		attrs = append(attrs,
 			slog.String("key_type", r.KeyType),
 			slog.String("key_hash", d.hasher.Hash(key)),
-			slog.String("limit", r.Limits[dec.Limit].String()),
-			slog.Int64("remaining", dec.Remaining),
 		)
+		switch {
+		case dec.Limit >= 0 && dec.Limit < len(r.Limits) && (dec.Allowed || dec.RetryAfter > 0 || r.MaxInflight == 0 && r.MaxInflightPerKey == 0):
+			attrs = append(attrs, slog.String("limit", r.Limits[dec.Limit].String()), slog.Int64("remaining", dec.Remaining))
+		case r.MaxInflight > 0:
+			attrs = append(attrs, slog.String("limit", "max_inflight "+strconv.FormatInt(r.MaxInflight, 10)))
+		case r.MaxInflightPerKey > 0:
+			attrs = append(attrs, slog.String("limit", "max_inflight_per_key "+strconv.FormatInt(r.MaxInflightPerKey, 10)))
+		}
 		if !dec.Allowed {
 			attrs = append(attrs, slog.Float64("retry_after_s", dec.RetryAfter.Seconds()))
 		}

@@ -7,39 +7,44 @@ import (
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
-// The over-limit cache remembers, for counters that refused a Take, the
-// counter's State as Redis held it and the server's clock at that moment
-// relative to this process's monotonic clock. A later Take replays
-// ratelimit.Limit.Take on that snapshot at an estimate of the server's
-// clock that is never behind it: if the snapshot refuses, Redis would
-// too, since Redis can only hold more events than the snapshot (events are
-// only ever added; refused ones are not recorded), and the algorithms
-// never admit more when a counter holds more. So a cached refusal is
-// always one Redis would give, with RetryAfter shrinking as time passes,
-// and once the snapshot would admit, the Take goes to Redis.
+// The over-limit cache remembers, for keys whose last Take was refused,
+// the states of that Take's counters as Redis held them, and the server's
+// clock at that moment relative to this process's monotonic clock. A
+// later Take of the key whose limits are all among the remembered ones
+// replays ratelimit.Limit.Take on the remembered states at an estimate of
+// the server's clock that is never behind it. If that refuses, Redis
+// would too, since it can only hold more events than the snapshot (events
+// are only ever added; refused ones are not recorded) and the algorithms
+// never admit more when a counter holds more; and as long as no other
+// Take reached the key since, the Decision (Limit, Remaining, RetryAfter,
+// ResetAfter) is the one Redis would give, up to the estimate below. Once
+// the replay admits, the entry is dropped and the Take goes to Redis, as
+// does a Take with a limit the entry does not know, and a Take this
+// process sees admitted drops its key's entry.
 //
 // The estimate: a reply carrying server instant S arrives for a request
 // sent at local instant L0, so S happened at or after L0 and the server's
-// clock now is at most S + (now − L0). The snapshot is replayed at that
-// bound; the Decision's durations are thus short by at most one round
-// trip, never long.
+// clock now is at most S + (now − L0). Replaying at that bound makes the
+// durations short by at most one round trip, never long, and a refusal
+// never outlives the instant Redis would admit.
 //
-// Entries are kept per (key hash, Limit) in shards, each a mutex and a
-// map, holding at most their share of Options.CacheSize. A full shard drops
-// the entries it finds useless among a few (those whose snapshot is empty
-// again) or else an arbitrary one: a dropped entry only costs a round trip.
+// Entries are kept per key hash in shards, each a mutex and a map
+// holding at most its share of Options.CacheSize. A full shard drops the
+// entries it finds useless among a few (all their counters empty again)
+// or else an arbitrary one: a dropped entry only costs a round trip.
 
-// cacheShards is the number of cache shards, a power of two.
+// cacheShards is the number of cache shards.
 const cacheShards = 32
 
-type cacheKey struct {
-	h keyHash
-	l ratelimit.Limit
+// A counterSnap is a counter's State as Redis held it.
+type counterSnap struct {
+	l  ratelimit.Limit
+	st ratelimit.State
 }
 
 type cacheEntry struct {
-	st     ratelimit.State
 	offset int64 // server time − local time, ns; see above
+	snaps  []counterSnap
 }
 
 type cache struct {
@@ -54,7 +59,7 @@ type cacheShard struct {
 
 type cacheShardData struct {
 	mu sync.Mutex
-	m  map[cacheKey]cacheEntry
+	m  map[keyHash]cacheEntry
 }
 
 // newCache returns a cache of about size entries, or nil for size ≤ 0.
@@ -64,73 +69,84 @@ func newCache(size int) *cache {
 	}
 	c := &cache{perShard: max(1, (size+cacheShards-1)/cacheShards)}
 	for i := range c.shards {
-		c.shards[i].m = make(map[cacheKey]cacheEntry)
+		c.shards[i].m = make(map[keyHash]cacheEntry)
 	}
 	return c
 }
 
 func (c *cache) shard(h keyHash) *cacheShard { return &c.shards[h[0]%cacheShards] }
 
-// refuse replays the snapshots of the counters of h under limits at local
-// instant now and returns a refusal if one of them refuses n events, as
-// Store.Take would report it from the limits the cache knows. It drops
-// the snapshots that admit.
+// refuse replays the entry of h for a Take of n events under limits at
+// local instant now, and returns its Decision if it refuses. It drops the
+// entry if it admits.
 func (c *cache) refuse(h keyHash, limits []ratelimit.Limit, n, now int64) (ratelimit.Decision, bool) {
 	sh := c.shard(h)
 	var d ratelimit.Decision
-	refused := false
 	sh.mu.Lock()
-	if len(sh.m) == 0 {
-		sh.mu.Unlock()
+	defer sh.mu.Unlock()
+	e, ok := sh.m[h]
+	if !ok {
 		return d, false
 	}
+	t := now + e.offset
 	for i, l := range limits {
-		k := cacheKey{h, l}
-		e, ok := sh.m[k]
-		if !ok {
-			continue
+		j := 0
+		for j < len(e.snaps) && e.snaps[j].l != l {
+			j++
 		}
-		_, di := l.Take(e.st, now+e.offset, n)
-		switch {
-		case di.Allowed:
-			delete(sh.m, k) // Redis may admit: ask it
-		case !refused:
-			d, refused = di, true
-			d.Limit = i
-		default:
-			d.RetryAfter = max(d.RetryAfter, di.RetryAfter)
+		if j == len(e.snaps) {
+			return d, false // a limit the entry does not know: ask Redis
 		}
+		_, di := l.Take(e.snaps[j].st, t, n)
+		d = ratelimit.Combine(d, i, di)
 	}
-	sh.mu.Unlock()
-	return d, refused
+	if d.Allowed {
+		delete(sh.m, h) // Redis may admit: ask it
+		return d, false
+	}
+	return d, true
 }
 
-// put remembers st, the State of the counter of h under l as Redis held it
-// at offset + the local instant now.
-func (c *cache) put(h keyHash, l ratelimit.Limit, st ratelimit.State, offset, now int64) {
+// put remembers snaps, the states of h's counters as Redis held them at
+// offset + local instant now.
+func (c *cache) put(h keyHash, snaps []counterSnap, offset, now int64) {
 	sh := c.shard(h)
-	k := cacheKey{h, l}
 	sh.mu.Lock()
-	if _, ok := sh.m[k]; !ok && len(sh.m) >= c.perShard {
+	if _, ok := sh.m[h]; !ok && len(sh.m) >= c.perShard {
 		c.makeRoom(sh, now)
 	}
-	sh.m[k] = cacheEntry{st: st, offset: offset}
+	sh.m[h] = cacheEntry{offset: offset, snaps: snaps}
 	sh.mu.Unlock()
 }
 
-// makeRoom drops at least one entry of a full shard: those that are
-// empty again among the first few that map iteration (which starts at a
-// random place) visits, or else the first one. The caller holds sh.mu.
+// drop forgets h's entry.
+func (c *cache) drop(h keyHash) {
+	sh := c.shard(h)
+	sh.mu.Lock()
+	if len(sh.m) > 0 {
+		delete(sh.m, h)
+	}
+	sh.mu.Unlock()
+}
+
+// makeRoom drops at least one entry of a full shard: those whose counters
+// are all empty again among the first few that map iteration (which
+// starts at a random place) visits, or else the first one. The caller
+// holds sh.mu.
 func (c *cache) makeRoom(sh *cacheShard, now int64) {
 	const look = 8
 	seen, dropped := 0, 0
-	var first cacheKey
-	for k, e := range sh.m {
+	var first keyHash
+	for h, e := range sh.m {
 		if seen == 0 {
-			first = k
+			first = h
 		}
-		if e.st.Expiry <= now+e.offset {
-			delete(sh.m, k)
+		empty := true
+		for _, sn := range e.snaps {
+			empty = empty && sn.st.Expiry <= now+e.offset
+		}
+		if empty {
+			delete(sh.m, h)
 			dropped++
 		}
 		if seen++; seen == look {

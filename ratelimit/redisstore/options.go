@@ -20,7 +20,7 @@ const (
 	DefaultTimeout = 100 * time.Millisecond
 	// DefaultKeyPrefix starts every key the store writes.
 	DefaultKeyPrefix = "fg:"
-	// DefaultCacheSize is how many counters the over-limit cache holds.
+	// DefaultCacheSize is how many keys the over-limit cache holds.
 	DefaultCacheSize = 1 << 16
 	// DefaultPort is the port of an address given without one.
 	DefaultPort = 6379
@@ -59,10 +59,11 @@ type Options struct {
 	// the names. Every replica sharing the Redis must use the same secret.
 	// Changing it starts every counter afresh.
 	KeySecret []byte
-	// CacheSize is how many counters the over-limit cache keeps: counters
-	// known to refuse until some instant, whose refusals are answered
-	// without a round trip. Default DefaultCacheSize (65536, about 6 MiB
-	// when full); negative disables the cache.
+	// CacheSize is how many keys the over-limit cache keeps: keys whose
+	// last Take was refused, whose next Takes are refused without a round
+	// trip while their counters cannot have refilled (see the package
+	// comment). Default DefaultCacheSize (65536); negative disables the
+	// cache.
 	CacheSize int
 	// Logger receives connection state changes: connected, unreachable,
 	// reachable again. It never receives keys. Default: no logging.
@@ -246,7 +247,7 @@ func parseHostPort(a string, defaultPort bool) (string, int, error) {
 	if host == "" {
 		return "", 0, fmt.Errorf("address %q has no host", a)
 	}
-	if strings.Contains(host, ":") {
+	if strings.Contains(host, ":") || strings.HasPrefix(a, "[") {
 		if ip, err := netip.ParseAddr(host); err != nil || !ip.Is6() || ip.Zone() != "" {
 			return "", 0, fmt.Errorf("address %q: host %q is not an IPv6 address", a, host)
 		}

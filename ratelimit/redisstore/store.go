@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/redis/rueidis"
 
@@ -351,11 +351,18 @@ func (s *Store) newRequest(h keyHash, n int64, limits []ratelimit.Limit) request
 	var tagBuf [24]byte
 	tag := appendTag(tagBuf[:0], h)
 	r.keys = make([]string, len(r.counters))
-	r.args = make([]string, 1, 1+8*len(r.counters))
-	r.args[0] = strconv.FormatInt(min(n, maxScriptN), 10)
+	r.args = make([]string, 1+len(r.counters))
+	buf := make([]byte, 0, 8+64*len(r.counters))
+	buf = appendNumbers(buf, float64(min(n, maxScriptN)))
 	for i, l := range r.counters {
 		r.keys[i] = counterKey(s.prefix, tag, l)
-		r.args = appendArgs(r.args, l, n)
+		buf = appendArgs(buf, l, n)
+	}
+	// The arguments are slices of one buffer, never written again.
+	str := unsafe.String(unsafe.SliceData(buf), len(buf))
+	r.args[0] = str[:8]
+	for i := range r.counters {
+		r.args[1+i] = str[8+64*i : 8+64*(i+1)]
 	}
 	return r
 }
@@ -380,17 +387,28 @@ func (s *Store) run(ctx context.Context, c rueidis.Client, r request) (rep reply
 		s.roundTrips.Add(1)
 		res = c.Do(ctx, c.B().Eval().Script(takeScript).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.args...).Build())
 	}
-	vals, err := res.AsIntSlice()
+	b, err := res.AsBytes()
 	if err != nil {
 		return rep, sent, fmt.Errorf("redisstore: take: %w", err)
 	}
-	if len(vals) != 2+3*len(r.counters) || vals[0] <= 0 || vals[0] >= maxUS || vals[1] < 0 || vals[1] > 1 {
-		return rep, sent, fmt.Errorf("%w: %d values for %d counters", errCorrupt, len(vals), len(r.counters))
+	if len(b) != 16+24*len(r.counters) {
+		return rep, sent, fmt.Errorf("%w: %d bytes for %d counters", errCorrupt, len(b), len(r.counters))
 	}
-	rep.now, rep.admitted = vals[0]*1000, vals[1] == 1
+	now, ok1 := number(b, 0)
+	admitted, ok2 := number(b, 1)
+	if !ok1 || !ok2 || now <= 0 || admitted < 0 || admitted > 1 {
+		return rep, sent, fmt.Errorf("%w: header", errCorrupt)
+	}
+	rep.now, rep.admitted = now*1000, admitted == 1
 	rep.states = make([]ratelimit.State, len(r.counters))
 	for i, l := range r.counters {
-		if rep.states[i], err = decodeState(l.Algorithm, vals[2+3*i], vals[3+3*i], vals[4+3*i]); err != nil {
+		x, ok1 := number(b, 2+3*i)
+		y, ok2 := number(b, 3+3*i)
+		z, ok3 := number(b, 4+3*i)
+		if !ok1 || !ok2 || !ok3 {
+			return rep, sent, fmt.Errorf("%w: state", errCorrupt)
+		}
+		if rep.states[i], err = decodeState(l.Algorithm, x, y, z); err != nil {
 			return rep, sent, err
 		}
 	}
@@ -414,13 +432,17 @@ func (s *Store) take(ctx context.Context, c rueidis.Client, h keyHash, n int64, 
 	if d.Allowed != rep.admitted {
 		return ratelimit.Decision{}, fmt.Errorf("%w: the script and the algorithm disagree (admitted %v, %v)", errCorrupt, rep.admitted, d.Allowed)
 	}
-	if s.cache != nil && !d.Allowed {
-		offset := rep.now - sent
-		for i, l := range r.counters {
-			if _, di := l.Take(rep.states[i], rep.now, n); !di.Allowed {
-				next, _ := l.Take(rep.states[i], rep.now, 0) // what Redis holds now: nothing recorded
-				s.cache.put(h, l, next, offset, sent)
+	if s.cache != nil {
+		switch {
+		case !d.Allowed:
+			snaps := make([]counterSnap, len(r.counters))
+			for i, l := range r.counters {
+				snaps[i].l = l
+				snaps[i].st, _ = l.Take(rep.states[i], rep.now, 0) // what Redis holds now: nothing was recorded
 			}
+			s.cache.put(h, snaps, rep.now-sent, sent)
+		case n > 0:
+			s.cache.drop(h) // the counters hold more than a snapshot would say
 		}
 	}
 	return d, nil

@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/logs/baseline"
+	"github.com/floodgate/floodgate/internal/logs/query"
+	"github.com/floodgate/floodgate/internal/logs/report"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+const logsSynopsis = "limited-clients|browsers-caught|peak-rate [--json] [--top N] [--windows 1m,5m] [--show-clients] [--format NAME] LOG…"
+
+func init() {
+	register("logs", 60, logsSynopsis, runLogs)
+}
+
+// hashKeyVar names the environment variable whose value keys the hashes
+// that stand for clients in reports, so that they stay the same from one
+// run to the next; without it each run draws a key.
+const hashKeyVar = "FLOODGATE_LOG_HASH_KEY"
+
+// runLogs runs one of the saved queries over floodgate's own logs (M9).
+func runLogs(_ context.Context, env environ, args []string) error {
+	fs := newFlags(env, "logs", logsSynopsis)
+	asJSON := fs.Bool("json", false, "print JSON instead of tables")
+	top := fs.Int("top", 20, "list at most `N` clients (limited-clients, peak-rate)")
+	windows := fs.String("windows", "1m,5m", "peak-rate: window `lengths`, comma-separated")
+	show := fs.Bool("show-clients", false, "peak-rate: show clients as logged instead of hashed")
+	lf := addLogFlags(fs)
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return usageError{errors.New("want a query: limited-clients, browsers-caught or peak-rate")}
+	}
+	q, files := pos[0], pos[1:]
+	if len(files) == 0 {
+		return usageError{errors.New("want one or more LOG files (- for standard input)")}
+	}
+	ws, err := parseWindows(*windows)
+	if err != nil {
+		return usageError{fmt.Errorf("--windows: %w", err)}
+	}
+	var add func(*logs.Record)
+	var finish func(logs.Counts, []logs.File) (any, func(io.Writer))
+	switch q {
+	case "limited-clients":
+		lc := query.NewLimitedClients()
+		add = lc.Add
+		finish = func(c logs.Counts, f []logs.File) (any, func(io.Writer)) {
+			r := lc.Result(*top)
+			fillSummary(&r.Summary, c, f)
+			return r, func(w io.Writer) { report.LimitedClientsTable(w, r) }
+		}
+	case "browsers-caught":
+		bc := query.NewBrowsersCaught()
+		add = bc.Add
+		finish = func(c logs.Counts, f []logs.File) (any, func(io.Writer)) {
+			r := bc.Result()
+			fillSummary(&r.Summary, c, f)
+			return r, func(w io.Writer) { report.BrowsersCaughtTable(w, r) }
+		}
+	case "peak-rate":
+		pr := query.NewPeakRate(ws)
+		add = pr.Add
+		finish = func(c logs.Counts, f []logs.File) (any, func(io.Writer)) {
+			r := pr.Result(*top, namer(env, *show))
+			fillSummary(&r.Summary, c, f)
+			return r, func(w io.Writer) { report.PeakRateTable(w, r, *show) }
+		}
+	default:
+		return usageError{fmt.Errorf("unknown query %q (allowed: limited-clients, browsers-caught, peak-rate)", q)}
+	}
+	read, counts, err := readLogs(env, files, lf, add)
+	if err != nil {
+		return err
+	}
+	res, table := finish(counts, read)
+	if *asJSON {
+		return writeJSON(env.stdout, res)
+	}
+	table(env.stdout)
+	return nil
+}
+
+func fillSummary(s *query.Summary, c logs.Counts, files []logs.File) {
+	s.Lines, s.Parsed, s.Unparsed, s.Files = c.Lines, c.Parsed, c.Unparsed, files
+}
+
+// logFlags are the flags every log-reading command has.
+type logFlags struct {
+	format *string
+}
+
+func addLogFlags(fs *flag.FlagSet) logFlags {
+	return logFlags{format: fs.String("format", "auto", "log `format`: "+strings.Join(logs.FormatNames(), ", ")+" (auto detects each file's)")}
+}
+
+// readLogs reads the named logs ("-" is standard input), calling fn for
+// every record, with a progress bar on a terminal for large inputs. It
+// warns about files it could not make sense of and fails when no line of
+// any file parsed.
+func readLogs(env environ, names []string, lf logFlags, fn func(*logs.Record)) ([]logs.File, logs.Counts, error) {
+	f, err := logs.ParseFormat(*lf.format)
+	if err != nil {
+		return nil, logs.Counts{}, usageError{fmt.Errorf("--format: %w", err)}
+	}
+	stdinUsed := 0
+	for _, n := range names {
+		if n == "-" {
+			stdinUsed++
+		}
+	}
+	if stdinUsed > 1 {
+		return nil, logs.Counts{}, usageError{errors.New("standard input (-) can be read only once")}
+	}
+	pb := newProgress(env.stderr)
+	files, err := logs.ReadFiles(names, logs.ReadOptions{Format: f, Stdin: os.Stdin, Progress: pb.update}, fn)
+	pb.done()
+	if err != nil {
+		return files, logs.Counts{}, err
+	}
+	total := logs.Total(files)
+	for _, fi := range files {
+		switch {
+		case fi.Format == logs.Auto.String() && fi.Lines > 0:
+			fmt.Fprintf(env.stderr, "floodgate: %s: no line is in a known format (%s); give --format\n",
+				fi.Name, strings.Join(logs.FormatNames()[1:], ", "))
+		case fi.Unparsed > 0:
+			fmt.Fprintf(env.stderr, "floodgate: %s: %d of %d lines not parsed as %s, skipped (the first is line %d)\n",
+				fi.Name, fi.Unparsed, fi.Lines, fi.Format, fi.FirstUnparsedLine)
+		}
+	}
+	if total.Parsed == 0 {
+		return files, total, errors.New("no line of the input could be read as a log record")
+	}
+	return files, total, nil
+}
+
+// parseWindows parses "1m,5m".
+func parseWindows(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	seen := map[time.Duration]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		d, err := ratelimit.ParseWindow(part)
+		if err != nil {
+			return nil, err
+		}
+		if d < time.Second || d > ratelimit.MaxWindow {
+			return nil, fmt.Errorf("window %s: want 1s to %s", part, ratelimit.FormatWindow(ratelimit.MaxWindow))
+		}
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no window given")
+	}
+	return out, nil
+}
+
+// namer shows clients hashed with the key in FLOODGATE_LOG_HASH_KEY, or
+// a random one, unless show.
+func namer(env environ, show bool) baseline.Namer {
+	key, ok := env.lookup(hashKeyVar)
+	if !ok || key == "" {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		key = string(b)
+	}
+	return baseline.Namer{Key: []byte(key), Show: show}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// writeHTML writes a report page to the file name.
+func writeHTML(env environ, name string, write func(io.Writer) error) error {
+	fh, err := os.Create(name)
+	if err != nil {
+		return fmt.Errorf("--html: %w", err)
+	}
+	if err := write(fh); err != nil {
+		fh.Close()
+		return fmt.Errorf("--html: write %s: %w", name, err)
+	}
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("--html: write %s: %w", name, err)
+	}
+	fmt.Fprintf(env.stderr, "floodgate: wrote %s\n", name)
+	return nil
+}
+
+// A progress bar on stderr, shown only when stderr is a terminal and the
+// input is large (or of unknown size: standard input).
+type progress struct {
+	w       io.Writer
+	on      bool
+	shown   bool
+	start   time.Time
+	lastTop time.Time
+}
+
+// progressMinBytes is the input size from which a progress bar is shown.
+const progressMinBytes = 64 << 20
+
+func newProgress(stderr io.Writer) *progress {
+	p := &progress{w: stderr, start: time.Now()}
+	if f, ok := stderr.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			p.on = true
+		}
+	}
+	return p
+}
+
+func (p *progress) update(done, total int64) {
+	if !p.on || (total > 0 && total < progressMinBytes) {
+		return
+	}
+	now := time.Now()
+	if now.Sub(p.lastTop) < 200*time.Millisecond {
+		return
+	}
+	p.lastTop = now
+	p.shown = true
+	mib := float64(done) / (1 << 20)
+	if total <= 0 {
+		fmt.Fprintf(p.w, "\rreading: %.0f MiB", mib)
+		return
+	}
+	const width = 30
+	frac := min(float64(done)/float64(total), 1)
+	fill := int(frac * width)
+	fmt.Fprintf(p.w, "\r[%s%s] %3.0f%% %.0f/%.0f MiB", strings.Repeat("#", fill), strings.Repeat(" ", width-fill),
+		frac*100, mib, float64(total)/(1<<20))
+}
+
+func (p *progress) done() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

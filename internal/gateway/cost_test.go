@@ -1,0 +1,276 @@
+package gateway_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/admin"
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/telemetry"
+)
+
+// costHarness runs a gateway from inline YAML in front of handler, with a
+// fake clock shared by the store and the upstream-time measurement.
+type costHarness struct {
+	*harness
+	srv *gateway.Server
+}
+
+func newCostHarness(t *testing.T, yaml string, handler http.Handler) *costHarness {
+	t.Helper()
+	up := httptest.NewServer(handler)
+	t.Cleanup(up.Close)
+	h := &harness{t: t, clock: newClock(), logs: &syncBuffer{}}
+	// Clients are told apart by X-Forwarded-For, as behind a load balancer.
+	yaml = "client_ip: {trusted_proxies: [127.0.0.0/8]}\n" + strings.ReplaceAll(yaml, "UPSTREAM", up.URL)
+	f, err := config.Parse("cost.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	f.Config.ApplyDefaults()
+	m := telemetry.NewMetrics("test")
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{
+		Store: gateway.NewMemoryStore(0, h.clock.Now, m), Metrics: m,
+		Logger: telemetry.NewLogger(h.logs, "info"), Now: h.clock.Now,
+	})
+	if len(problems) > 0 {
+		t.Fatalf("NewServer: %v", problems)
+	}
+	h.gw = httptest.NewServer(srv)
+	t.Cleanup(h.gw.Close)
+	h.client = h.gw.Client()
+	h.admin = admin.Handler(admin.Options{Gatherer: m.Registry})
+	return &costHarness{harness: h, srv: srv}
+}
+
+// TestCSVBuildCap: 10 concurrent slow CSV requests through
+// examples/mavedb.yaml: exactly 4 are forwarded, 6 answered 503 with a
+// numeric Retry-After at once (while the 4 are still running).
+func TestCSVBuildCap(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // never leave the upstream hanging, even when the test fails
+	var arrived atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived.Add(1)
+		<-release
+		io.WriteString(w, "csv")
+	}))
+	defer up.Close()
+	h := newHarness(t, mavedb, map[string]string{"FLOODGATE_TRUSTED_PROXIES": "127.0.0.0/8", "FLOODGATE_UPSTREAM": up.URL}, nil)
+
+	type result struct {
+		code  int
+		retry string
+	}
+	results := make(chan result, 10)
+	for i := range 10 {
+		go func() {
+			req, _ := http.NewRequest("GET", h.gw.URL+csvPath, nil)
+			req.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
+			resp, err := h.client.Do(req)
+			if err != nil {
+				results <- result{code: -1}
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			results <- result{resp.StatusCode, resp.Header.Get("Retry-After")}
+		}()
+	}
+	// The six refusals come back while the four builds are still running.
+	for range 6 {
+		r := <-results
+		if r.code != 503 {
+			t.Fatalf("an answer before any build finished: %d, want 503", r.code)
+		}
+		if n, err := strconv.Atoi(r.retry); err != nil || n <= 0 {
+			t.Errorf("503 Retry-After = %q, want a number of seconds", r.retry)
+		}
+	}
+	if got := arrived.Load(); got != 4 {
+		t.Errorf("upstream has %d builds in flight, want 4", got)
+	}
+	free()
+	for range 4 {
+		if r := <-results; r.code != 200 {
+			t.Errorf("a capped-in request: %d, want 200", r.code)
+		}
+	}
+	if got := h.metric(decisions("cap-csv-builds", "blocked")); got != 6 {
+		t.Errorf("cap-csv-builds blocked = %v, want 6", got)
+	}
+	// The slots are given back: a new build gets through.
+	if resp, _ := h.do("GET", csvPath, "203.0.113.99"); resp.StatusCode != 200 {
+		t.Errorf("after the builds finished: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestHungUpstreamTimesOut: a hung upstream is answered 504 (or 503 where
+// the route says so) with Retry-After, by the response-header timeout.
+func TestHungUpstreamTimesOut(t *testing.T) {
+	hang := make(chan struct{})
+	defer close(hang)
+	h := newCostHarness(t, `
+upstreams:
+  api: {url: "UPSTREAM", timeouts: {response_header: 200ms}}
+routes:
+  - {name: unavailable, path: "/503/{x}", upstream: api, timeout_status: 503, retry_after: 7s}
+  - {name: api, path: /, upstream: api}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	resp, body := h.do("GET", "/slow", "")
+	if resp.StatusCode != 504 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("hung upstream: %d Retry-After %q, want 504 with Retry-After; %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	resp, _ = h.do("GET", "/503/x", "")
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "7" {
+		t.Errorf("hung upstream on a 503 route: %d Retry-After %q, want 503 and 7", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
+// TestUpstreamSecondsBudget reproduces MaveDB's incident: a client far
+// under every request-count limit, whose downloads are slow, is stopped by
+// its upstream-time budget; a client with fast requests is not.
+func TestUpstreamSecondsBudget(t *testing.T) {
+	var c *costHarness
+	c = newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: per-ip, limits: [1500/5m]}
+  - name: budget
+    when: "request.path.endsWith('/scores')"
+    cost: upstream_seconds
+    limits: [900/1h]
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("slow") != "" {
+			c.clock.Add(95 * time.Second) // a full CSV build: 95 upstream-seconds
+		}
+		io.WriteString(w, "a,b\n")
+	}))
+	slow, fast := "203.0.113.1", "203.0.113.2"
+	served := 0
+	for i := range 20 {
+		resp, _ := c.do("GET", "/api/v1/score-sets/urn:mavedb:1/scores?slow=1", slow)
+		if resp.StatusCode == 429 {
+			break
+		}
+		served = i + 1
+	}
+	// 900 s at 95 s a build: the 10th build takes it over (served after
+	// the fact), the 11th is refused.
+	if served != 10 {
+		t.Errorf("slow client served %d builds, want 10 (budget 900 s at 95 s each)", served)
+	}
+	for range 200 {
+		if resp, _ := c.do("GET", "/api/v1/score-sets/urn:mavedb:1/scores", fast); resp.StatusCode != 200 {
+			t.Fatalf("fast client refused: %d", resp.StatusCode)
+		}
+	}
+	if got := c.metric(`floodgate_rule_cost_total{cost="upstream_seconds",rule="budget"}`); got != 950 {
+		t.Errorf("floodgate_rule_cost_total = %v, want 950 (10 builds of 95 s)", got)
+	}
+}
+
+// TestBan: once over its limit, a key stays refused for the ban's
+// duration, after its window has reset.
+func TestBan(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: login, limits: [3/1m], ban: 10m}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	for range 3 {
+		c.do("GET", "/", "203.0.113.1")
+	}
+	if resp, _ := c.do("GET", "/", "203.0.113.1"); resp.StatusCode != 429 {
+		t.Fatalf("4th request: %d, want 429", resp.StatusCode)
+	}
+	c.clock.Add(3 * time.Minute) // the 1-minute window is long gone
+	resp, _ := c.do("GET", "/", "203.0.113.1")
+	if resp.StatusCode != 429 {
+		t.Errorf("3 minutes later, banned: %d, want 429", resp.StatusCode)
+	}
+	if ra, _ := strconv.Atoi(resp.Header.Get("Retry-After")); ra < 400 || ra > 420 {
+		t.Errorf("banned Retry-After = %d, want about 7 minutes (420 s)", ra)
+	}
+	if resp, _ := c.do("GET", "/", "203.0.113.2"); resp.StatusCode != 200 {
+		t.Errorf("another client: %d, want 200", resp.StatusCode)
+	}
+	c.clock.Add(8 * time.Minute) // 11 minutes after the ban began
+	if resp, _ := c.do("GET", "/", "203.0.113.1"); resp.StatusCode != 200 {
+		t.Errorf("after the ban: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestCountWhenFailedLogins: only failed logins (401) count; successes
+// never do.
+func TestCountWhenFailedLogins(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - name: failed-logins
+    when: "request.path == '/login'"
+    count_when: "response.status == 401"
+    limits: [3/10m]
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("password") != "right" {
+			w.WriteHeader(401)
+		}
+	}))
+	ip := "203.0.113.5"
+	for range 20 {
+		if resp, _ := c.do("GET", "/login?password=right", ip); resp.StatusCode != 200 {
+			t.Fatalf("successful login refused: %d", resp.StatusCode)
+		}
+	}
+	for i := range 3 {
+		if resp, _ := c.do("GET", "/login?password=wrong", ip); resp.StatusCode != 401 {
+			t.Fatalf("failed login %d: %d, want the upstream's 401", i+1, resp.StatusCode)
+		}
+	}
+	if resp, _ := c.do("GET", "/login?password=right", ip); resp.StatusCode != 429 {
+		t.Errorf("after 3 failed logins: %d, want 429", resp.StatusCode)
+	}
+}
+
+// TestCandidates: a rule with candidates [50/5m, 200/5m] beside a live
+// 100/5m reports three would-block series that match the arithmetic.
+func TestCandidates(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: tune, action: count, limits: [100/5m], candidates: [50/5m, 200/5m]}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	var wg sync.WaitGroup
+	for range 150 {
+		c.do("GET", "/", "203.0.113.9")
+	}
+	wg.Wait()
+	for series, want := range map[string]float64{
+		decisions("tune", "would_block"): 50,
+		decisions("tune", "allowed"):     100,
+		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="would_block",rule="tune"}`:  100,
+		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="allowed",rule="tune"}`:      50,
+		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="would_block",rule="tune"}`: 0,
+		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="allowed",rule="tune"}`:     150,
+	} {
+		if got := c.metric(series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+}

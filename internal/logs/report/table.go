@@ -1,0 +1,230 @@
+// Package report renders the results of the tuning tools (SPEC T4): a
+// readable table for a terminal, and a self-contained HTML page with
+// charts (inline SVG, no script, nothing fetched: it opens without
+// network). JSON output is the results' own encoding.
+package report
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/logs/baseline"
+	"github.com/floodgate/floodgate/internal/logs/query"
+	"github.com/floodgate/floodgate/internal/logs/replay"
+	"github.com/floodgate/floodgate/internal/uaclass"
+)
+
+// classOrder is the order classes are listed in.
+var classOrder = []string{uaclass.Browser.String(), uaclass.Script.String(), uaclass.Crawler.String(), uaclass.Unknown.String()}
+
+func newTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
+
+// header writes the summary line and one line per file.
+func header(w io.Writer, title string, c logs.Counts, requests int64, clients int, from, to string, files []logs.File) {
+	fmt.Fprintf(w, "%s: %s lines, %s parsed, %s unparsed; %s requests from %s clients",
+		title, num(c.Lines), num(c.Parsed), num(c.Unparsed), num(requests), num(int64(clients)))
+	if from != "" {
+		fmt.Fprintf(w, ", %s to %s", from, to)
+	}
+	fmt.Fprintln(w)
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s: %s, %s lines, %s unparsed", filepath.Base(f.Name), f.Format, num(f.Lines), num(f.Unparsed))
+		if f.FirstUnparsedLine > 0 {
+			fmt.Fprintf(w, " (first: line %d)", f.FirstUnparsedLine)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// num formats n with thin groups of three digits: 1,234,567.
+func num(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func peakRow(tw io.Writer, window, class string, clients int, p baseline.Peaks) {
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", window, class, num(int64(clients)),
+		p.PeakP50, p.PeakP90, p.PeakP99, p.PeakP999, p.PeakMax)
+}
+
+func peaksTable(w io.Writer, windows []baseline.Window, clients int) {
+	fmt.Fprintln(w, "\nPeak requests per client in one aligned window")
+	tw := newTab(w)
+	fmt.Fprintln(tw, "WINDOW\tCLASS\tCLIENTS\tP50\tP90\tP99\tP99.9\tMAX")
+	for _, win := range windows {
+		peakRow(tw, win.Window, "all", clients, win.Peaks)
+		for _, c := range classOrder {
+			if cp, ok := win.ByClass[c]; ok {
+				peakRow(tw, win.Window, c, cp.Clients, cp.Peaks)
+			}
+		}
+	}
+	tw.Flush()
+}
+
+func topTable(w io.Writer, top []baseline.TopClient, windows []baseline.Window, shown bool) {
+	if len(top) == 0 {
+		return
+	}
+	how := "hashed; --show-clients shows them as logged"
+	if shown {
+		how = "as logged"
+	}
+	fmt.Fprintf(w, "\nTop clients (%s)\n", how)
+	tw := newTab(w)
+	fmt.Fprint(tw, "CLIENT\tCLASS\tREQUESTS")
+	for _, win := range windows {
+		fmt.Fprintf(tw, "\tPEAK %s", win.Window)
+	}
+	fmt.Fprintln(tw)
+	for _, c := range top {
+		fmt.Fprintf(tw, "%s\t%s\t%s", c.Client, c.Class, num(c.Requests))
+		for _, win := range windows {
+			fmt.Fprintf(tw, "\t%d", c.Peaks[win.Window])
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+}
+
+// BaselineTable writes r as tables. shown says whether clients are shown
+// as logged rather than hashed.
+func BaselineTable(w io.Writer, r *baseline.Result, shown bool) {
+	header(w, "floodgate baseline", logs.Counts{Lines: r.Lines, Parsed: r.Parsed, Unparsed: r.Unparsed},
+		r.Requests, r.Clients, r.From, r.To, r.Files)
+	if r.Requests == 0 {
+		fmt.Fprintln(w, "\nNo requests to measure.")
+		return
+	}
+	peaksTable(w, r.Windows, r.Clients)
+	topTable(w, r.TopClients, r.Windows, shown)
+	if len(r.Suggestions) > 0 {
+		fmt.Fprintln(w, "\nSuggested thresholds, with what each would have blocked (fixed aligned windows)")
+		tw := newTab(w)
+		fmt.Fprintln(tw, "LIMIT\tREQUESTS\tCLIENTS\tBROWSER CLIENTS\tBASIS")
+		for _, s := range r.Suggestions {
+			fmt.Fprintf(tw, "%d/%s\t%s\t%s\t%s\t%s\n", s.Threshold, s.Window, num(s.WouldBlockRequests),
+				num(int64(s.WouldBlockClients)), num(int64(s.WouldBlockBrowserClients)), s.Basis)
+		}
+		tw.Flush()
+		fmt.Fprintln(w, "\nTry them on the real engine: floodgate replay --limit N/WINDOW … LOG…")
+	}
+}
+
+// ReplayTable writes r as tables.
+func ReplayTable(w io.Writer, r *replay.Result) {
+	header(w, "floodgate replay ("+r.Mode+")", logs.Counts{Lines: r.Lines, Parsed: r.Parsed, Unparsed: r.Unparsed},
+		r.Requests, r.Clients, r.From, r.To, r.Files)
+	if r.Unrouted > 0 {
+		fmt.Fprintf(w, "  %s requests matched no route (the gateway answers them 404 before any rule)\n", num(r.Unrouted))
+	}
+	if r.StoreEvictions > 0 {
+		fmt.Fprintf(w, "  warning: the store evicted %s counters to stay within its key cap: counts are low; raise store.max_keys\n", num(int64(r.StoreEvictions)))
+	}
+	fmt.Fprintln(w, "\nWhat each rule would have refused")
+	tw := newTab(w)
+	fmt.Fprintln(tw, "RULE\tACTION\tLIMIT\tMATCHED\tWOULD BLOCK\tCLIENTS\tBROWSER CLIENTS\tBUSIEST HOUR")
+	for _, rule := range r.Rules {
+		limit := rule.Limit
+		if limit == "" {
+			limit = "-"
+		} else if rule.Algorithm != "" {
+			limit += " " + rule.Algorithm
+		}
+		busiest := "-"
+		var most int64
+		for _, h := range rule.Timeline {
+			if h.WouldBlockRequests > most {
+				most = h.WouldBlockRequests
+				busiest = fmt.Sprintf("%s (%s)", strings.TrimSuffix(h.Hour, ":00:00Z")+"h", num(most))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rule.Name, rule.Action, limit, num(rule.Matched),
+			num(rule.WouldBlockRequests), num(int64(rule.WouldBlockClients)), num(int64(rule.WouldBlockBrowserClients)), busiest)
+		for _, c := range rule.Candidates {
+			fmt.Fprintf(tw, "  candidate\t\t%s\t\t%s\t%s\t%s\t\n", c.Limit, num(c.WouldBlockRequests),
+				num(int64(c.WouldBlockClients)), num(int64(c.WouldBlockBrowserClients)))
+		}
+	}
+	tw.Flush()
+	for _, rule := range r.Rules {
+		if rule.Errors > 0 {
+			fmt.Fprintf(w, "  %s: %s evaluations failed (the rule was skipped for them, as the gateway does)\n", rule.Name, num(rule.Errors))
+		}
+		if rule.Cost != "" {
+			fmt.Fprintf(w, "  %s: charged %g in %s\n", rule.Name, rule.Charged, rule.Cost)
+		}
+	}
+	if r.Requests > 0 && len(r.Windows) > 0 {
+		peaksTable(w, r.Windows, r.Clients)
+	}
+}
+
+// LimitedClientsTable writes r as a table.
+func LimitedClientsTable(w io.Writer, r *query.LimitedClientsResult) {
+	querySummary(w, &r.Summary)
+	fmt.Fprintf(w, "\nClients refused by a rule, or that would have been (%d)\n", len(r.Clients))
+	tw := newTab(w)
+	fmt.Fprintln(tw, "CLIENT\tCLASS\tREQUESTS\tBLOCKED\tWOULD BLOCK\tRULES\tFIRST\tLAST")
+	for _, c := range r.Clients {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Client, c.Class, num(c.Requests), num(c.Blocked),
+			num(c.WouldBlock), strings.Join(c.Rules, ","), c.First, c.Last)
+	}
+	tw.Flush()
+}
+
+// BrowsersCaughtTable writes r as a table.
+func BrowsersCaughtTable(w io.Writer, r *query.BrowsersCaughtResult) {
+	querySummary(w, &r.Summary)
+	fmt.Fprintf(w, "\nBrowser requests caught by a rule (of %s browser requests)\n", num(r.BrowserRequests))
+	tw := newTab(w)
+	fmt.Fprintln(tw, "RULE\tREQUESTS\tBLOCKED\tWOULD BLOCK\tCLIENTS\tTOP PATHS")
+	for _, c := range r.Rules {
+		paths := make([]string, len(c.TopPaths))
+		for i, p := range c.TopPaths {
+			paths[i] = fmt.Sprintf("%s (%s)", p.Path, num(p.Requests))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Rule, num(c.Requests), num(c.Blocked), num(c.WouldBlock),
+			num(int64(c.Clients)), strings.Join(paths, ", "))
+	}
+	tw.Flush()
+}
+
+// PeakRateTable writes r as tables.
+func PeakRateTable(w io.Writer, r *query.PeakRateResult, shown bool) {
+	querySummary(w, &r.Summary)
+	if r.Clients == 0 {
+		return
+	}
+	peaksTable(w, r.Windows, r.Clients)
+	topTable(w, r.TopClients, r.Windows, shown)
+}
+
+func querySummary(w io.Writer, s *query.Summary) {
+	fmt.Fprintf(w, "floodgate logs %s: %s lines, %s parsed, %s unparsed; %s access records, %s decision records\n",
+		s.Query, num(s.Lines), num(s.Parsed), num(s.Unparsed), num(s.Requests), num(s.Decisions))
+	for _, f := range s.Files {
+		fmt.Fprintf(w, "  %s: %s, %s lines, %s unparsed\n", filepath.Base(f.Name), f.Format, num(f.Lines), num(f.Unparsed))
+	}
+	for _, n := range slices.Clone(s.Notes) {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+}

@@ -1,0 +1,273 @@
+package redisstore
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// benchGoroutines is how many goroutines the parallel benchmarks run:
+// at least 32, as many as a busy gateway has decisions in flight.
+func benchParallelism() int { return max(1, (32+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0)) }
+
+// parallel runs f from 32 or more goroutines, each on its own 64 keys in
+// turn, and reports decisions per second, and where the CPU time went:
+// this process's CPU time per decision, and, when srv is not nil, the
+// Redis server's CPU time and its time inside scripts per decision.
+func parallel(b *testing.B, srv *redistest.Server, f func(ctx context.Context, key string) error) {
+	b.Helper()
+	var id atomic.Int64
+	var serverCPU0 float64
+	if srv != nil {
+		srv.Do("CONFIG", "RESETSTAT")
+		serverCPU0 = serverCPU(b, srv)
+	}
+	clientCPU0 := processCPU()
+	b.SetParallelism(benchParallelism())
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		g := id.Add(1)
+		keys := make([]string, 64)
+		for i := range keys {
+			keys[i] = "bench/" + strconv.FormatInt(g, 10) + "/" + strconv.Itoa(i)
+		}
+		ctx := context.Background()
+		for i := 0; pb.Next(); i++ {
+			if err := f(ctx, keys[i%len(keys)]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+	b.ReportMetric(float64(processCPU()-clientCPU0)/float64(time.Microsecond)/float64(b.N), "client-cpu-µs/decision")
+	if srv != nil {
+		b.ReportMetric((serverCPU(b, srv)-serverCPU0)*1e6/float64(b.N), "server-cpu-µs/decision")
+		b.ReportMetric(scriptMicros(b, srv)/float64(b.N), "server-script-µs/decision")
+	}
+}
+
+// processCPU returns the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// serverCPU returns the CPU seconds the Redis server has used.
+func serverCPU(b *testing.B, srv *redistest.Server) float64 {
+	info, err := srv.Do("INFO", "cpu")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\r\n") {
+		name, v, _ := strings.Cut(line, ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+	}
+	return total
+}
+
+// scriptMicros returns the µs Redis spent in EVALSHA and EVAL since its
+// statistics were reset.
+func scriptMicros(b *testing.B, srv *redistest.Server) float64 {
+	info, err := srv.Do("INFO", "commandstats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	total := 0.0
+	for _, line := range strings.Split(info, "\r\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		for _, f := range strings.Split(line[strings.IndexByte(line, ':')+1:], ",") {
+			if v, ok := strings.CutPrefix(f, "usec="); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				total += n
+			}
+		}
+	}
+	return total
+}
+
+// BenchmarkDecisions measures admitted decisions from one process against
+// one local Redis, floodgate's store beside go-redis/redis_rate (GCRA in
+// one Lua script through go-redis, the peer the spec names) in the same
+// run, and logs the ratio.
+func BenchmarkDecisions(b *testing.B) {
+	srv := redistest.Start(b)
+	rates := map[string]float64{}
+	record := func(b *testing.B, name string) {
+		rates[name] = float64(b.N) / b.Elapsed().Seconds()
+	}
+	store := func(b *testing.B, limits ...ratelimit.Limit) {
+		s := newStore(b, Options{Addrs: []string{srv.Addr()}})
+		before := s.Stats()
+		parallel(b, srv, func(ctx context.Context, key string) error {
+			d, err := s.Take(ctx, key, 1, limits...)
+			if err == nil && !d.Allowed {
+				err = fmt.Errorf("Take(%q) = %+v, want allowed", key, d)
+			}
+			return err
+		})
+		after := s.Stats()
+		b.ReportMetric(float64(after.RoundTrips-before.RoundTrips)/float64(after.Takes-before.Takes), "roundtrips/decision")
+	}
+	b.Run("store=redisstore/algorithm=gcra", func(b *testing.B) {
+		store(b, ratelimit.Limit{Count: 1 << 40, Window: time.Hour, Algorithm: ratelimit.GCRA})
+		record(b, "redisstore")
+	})
+	b.Run("store=redisstore/algorithm=sliding_window", func(b *testing.B) {
+		store(b, ratelimit.Limit{Count: 1 << 31, Window: time.Hour})
+	})
+	b.Run("store=redisstore/limits=2", func(b *testing.B) {
+		store(b, ratelimit.Limit{Count: 1 << 31, Window: time.Minute, Algorithm: ratelimit.FixedWindow},
+			ratelimit.Limit{Count: 1 << 31, Window: 24 * time.Hour})
+	})
+	b.Run("store=redis_rate/algorithm=gcra", func(b *testing.B) {
+		rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+		defer rdb.Close()
+		lim := redis_rate.NewLimiter(rdb)
+		l := redis_rate.Limit{Rate: 1 << 30, Burst: 1 << 30, Period: time.Hour}
+		parallel(b, srv, func(ctx context.Context, key string) error {
+			res, err := lim.Allow(ctx, key, l)
+			if err == nil && res.Allowed == 0 {
+				err = fmt.Errorf("Allow(%q) = %+v, want allowed", key, res)
+			}
+			return err
+		})
+		b.ReportMetric(1, "roundtrips/decision")
+		record(b, "redis_rate")
+	})
+	if rates["redisstore"] > 0 && rates["redis_rate"] > 0 {
+		b.Logf("GOMAXPROCS=%d, %d goroutines: redisstore %.0f decisions/s, redis_rate %.0f decisions/s, ratio %.2f",
+			runtime.GOMAXPROCS(0), benchParallelism()*runtime.GOMAXPROCS(0), rates["redisstore"], rates["redis_rate"], rates["redisstore"]/rates["redis_rate"])
+	}
+}
+
+// BenchmarkCachedRefusal measures refusals of keys known to be over their
+// limit: answered by the over-limit cache, without round trips.
+func BenchmarkCachedRefusal(b *testing.B) {
+	srv := redistest.Start(b)
+	s := newStore(b, Options{Addrs: []string{srv.Addr()}})
+	l := ratelimit.Limit{Count: 1, Window: time.Hour, Algorithm: ratelimit.GCRA}
+	for g := range 1000 {
+		for i := range 64 {
+			key := "bench/" + strconv.Itoa(g) + "/" + strconv.Itoa(i)
+			s.Take(context.Background(), key, 1, l)
+			s.Take(context.Background(), key, 1, l) // refused: cached
+		}
+	}
+	before := s.Stats()
+	parallel(b, srv, func(ctx context.Context, key string) error {
+		d, err := s.Take(ctx, key, 1, l)
+		if err == nil && d.Allowed {
+			err = fmt.Errorf("Take(%q) = %+v, want refused", key, d)
+		}
+		return err
+	})
+	after := s.Stats()
+	b.ReportMetric(float64(after.RoundTrips-before.RoundTrips)/float64(after.Takes-before.Takes), "roundtrips/decision")
+}
+
+// BenchmarkClient runs floodgate's take script through each client, to
+// choose one: rueidis with auto-pipelining (what the store uses), rueidis
+// with a connection per command, go-redis with its connection pool, and
+// go-redis's experimental auto-pipeliner.
+func BenchmarkClient(b *testing.B) {
+	srv := redistest.Start(b)
+	l := ratelimit.Limit{Count: 1 << 40, Window: time.Hour, Algorithm: ratelimit.GCRA}
+	s := newStore(b, Options{Addrs: []string{srv.Addr()}})
+	request := func(key string) request { return s.newRequest(s.hash.sum(key), 1, []ratelimit.Limit{l}) }
+	check := func(reply string, err error) error {
+		if err == nil {
+			if admitted, _ := number([]byte(reply), 1); len(reply) != 16+24 || admitted != 1 {
+				err = fmt.Errorf("script reply %q, want admitted", reply)
+			}
+		}
+		return err
+	}
+	rueidisCase := func(b *testing.B, o rueidis.ClientOption) {
+		o.InitAddress = []string{srv.Addr()}
+		o.DisableCache = true
+		c, err := rueidis.NewClient(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Do(context.Background(), c.B().ScriptLoad().Script(takeScript).Build()).Error(); err != nil {
+			b.Fatal(err)
+		}
+		parallel(b, srv, func(ctx context.Context, key string) error {
+			r := request(key)
+			return check(c.Do(ctx, c.B().Evalsha().Sha1(takeScriptSHA).Numkeys(1).Key(r.keys...).Arg(r.args...).Build()).ToString())
+		})
+	}
+	goredisCase := func(b *testing.B, auto bool) {
+		rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+		defer rdb.Close()
+		var cmd goredis.Cmdable = rdb
+		if auto {
+			ap, err := rdb.AutoPipeline()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer ap.Close()
+			cmd = ap
+		}
+		if err := rdb.ScriptLoad(context.Background(), takeScript).Err(); err != nil {
+			b.Fatal(err)
+		}
+		parallel(b, srv, func(ctx context.Context, key string) error {
+			r := request(key)
+			args := make([]any, len(r.args))
+			for i, a := range r.args {
+				args[i] = a
+			}
+			return check(cmd.EvalSha(ctx, takeScriptSHA, r.keys, args...).Text())
+		})
+	}
+	b.Run("client=rueidis/pipelining=auto", func(b *testing.B) { rueidisCase(b, rueidis.ClientOption{}) })
+	b.Run("client=rueidis/pipelining=auto/flushdelay=20µs", func(b *testing.B) {
+		rueidisCase(b, rueidis.ClientOption{MaxFlushDelay: 20 * time.Microsecond})
+	})
+	b.Run("client=rueidis/pipelining=auto/flushdelay=100µs", func(b *testing.B) {
+		rueidisCase(b, rueidis.ClientOption{MaxFlushDelay: 100 * time.Microsecond})
+	})
+	b.Run("client=rueidis/pipelining=auto/conns=1", func(b *testing.B) {
+		rueidisCase(b, rueidis.ClientOption{PipelineMultiplex: -1})
+	})
+	b.Run("client=rueidis/pipelining=off", func(b *testing.B) { rueidisCase(b, rueidis.ClientOption{DisableAutoPipelining: true}) })
+	b.Run("client=go-redis/pipelining=off", func(b *testing.B) { goredisCase(b, false) })
+	b.Run("client=go-redis/pipelining=auto", func(b *testing.B) { goredisCase(b, true) })
+}
+
+// BenchmarkKeyHash measures what hashing a caller's key costs.
+func BenchmarkKeyHash(b *testing.B) {
+	for _, secret := range []string{"", "s3cret"} {
+		h := newHasher([]byte(secret))
+		b.Run("secret="+strconv.FormatBool(secret != ""), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				h.sum("203.0.113.7/route")
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// bound is how long any Take may take in these tests: Options.Timeout
+// plus a generous allowance for a loaded machine. Tests check that Takes
+// return, not how fast.
+const bound = DefaultTimeout + 5*time.Second
+
+// timedTake calls s.Take and fails the test if it does not return within
+// bound.
+func timedTake(t *testing.T, s *Store, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	t.Helper()
+	start := time.Now()
+	d, err := s.Take(ctx, key, n, limits...)
+	if el := time.Since(start); el > bound {
+		t.Errorf("Take(%q) returned after %v, want within %v", key, el, bound)
+	}
+	return d, err
+}
+
+// waitTake retries a Take until it succeeds, for at most a generous
+// deadline, and returns its Decision.
+func waitTake(t *testing.T, s *Store, key string, n int64, limits ...ratelimit.Limit) ratelimit.Decision {
+	t.Helper()
+	deadline := time.Now().Add(redistest.ReadyTimeout)
+	for {
+		d, err := timedTake(t, s, key, n, limits...)
+		if err == nil {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Take(%q) still failing after %v: %v", key, redistest.ReadyTimeout, err)
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval, not an assertion
+	}
+}
+
+var minute = ratelimit.Limit{Count: 5, Window: time.Minute}
+
+// TestNewWhileRedisDown checks that New neither fails nor blocks when Redis
+// is down, that Takes fail at once meanwhile, and that the store connects
+// by itself once Redis is up.
+func TestNewWhileRedisDown(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	srv.Kill()
+	start := time.Now()
+	s, err := New(Options{Addrs: []string{srv.Addr()}})
+	if err != nil {
+		t.Fatalf("New with Redis down: %v", err)
+	}
+	defer s.Close()
+	if el := time.Since(start); el > bound {
+		t.Errorf("New with Redis down took %v, want within %v", el, bound)
+	}
+	_, err = timedTake(t, s, "k", 1, minute)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Take with Redis down: error %v, want ErrUnavailable", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Ping with Redis down: error %v, want ErrUnavailable", err)
+	}
+	if st := s.Stats(); st.Connected || st.Up || st.FastFails != 1 || st.Errors != 1 {
+		t.Errorf("Stats() = %+v, want not connected, 1 error, 1 fast failure", st)
+	}
+
+	srv.Restart()
+	if d := waitTake(t, s, "k", 1, minute); !d.Allowed || d.Remaining != 4 {
+		t.Errorf("Take once Redis is up = %+v, want allowed with Remaining 4", d)
+	}
+	if st := s.Stats(); !st.Connected || !st.Up {
+		t.Errorf("Stats() = %+v, want connected and up", st)
+	}
+}
+
+// TestNewUnreachableAddress checks that New returns within its bound even
+// when the address does not answer at all.
+func TestNewUnreachableAddress(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	// 192.0.2.0/24 is TEST-NET-1: packets go nowhere (or are refused at once).
+	s, err := New(Options{Addrs: []string{"192.0.2.1:6379"}, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if el := time.Since(start); el > bound {
+		t.Errorf("New took %v, want within %v", el, bound)
+	}
+	if _, err := timedTake(t, s, "k", 1, minute); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Take: error %v, want ErrUnavailable", err)
+	}
+	s.Close()
+}
+
+// TestKillAndRestart kills Redis under load: every Take still returns
+// (with an error), errors are counted, the store then fails fast, and
+// once Redis is restarted the same Store decides again, with the cache of
+// refusals from before dropped (Redis lost them).
+func TestKillAndRestart(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}})
+	one := ratelimit.Limit{Count: 1, Window: time.Hour}
+	take(t, s, "refused", 1, one)
+	if d := take(t, s, "refused", 1, one); d.Allowed || s.Stats().CacheEntries != 1 {
+		t.Fatalf("Take = %+v, CacheEntries %d, want refused and cached", d, s.Stats().CacheEntries)
+	}
+
+	var (
+		stop            atomic.Bool
+		ok, failed      atomic.Int64
+		wg              sync.WaitGroup
+		lastErr         atomic.Value
+		huge            = ratelimit.Limit{Count: 1 << 30, Window: time.Hour}
+		load            = 8
+		beforeKillStats = s.Stats()
+	)
+	for range load {
+		wg.Go(func() {
+			for !stop.Load() {
+				if _, err := timedTake(t, s, "load", 1, huge); err != nil {
+					failed.Add(1)
+					lastErr.Store(err)
+				} else {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	waitFor(t, "Takes under load", func() bool { return ok.Load() > 100 })
+	srv.Kill()
+	waitFor(t, "failures after the kill", func() bool { return s.Stats().FastFails > beforeKillStats.FastFails+100 })
+	st := s.Stats()
+	if st.Up || st.Errors < st.FastFails || int64(st.Errors-beforeKillStats.Errors) > failed.Load()+int64(load) {
+		t.Errorf("Stats() with Redis killed = %+v, want down, errors counted", st)
+	}
+	t.Logf("with Redis killed: %d errors, %d of them fast; last: %v", st.Errors, st.FastFails, lastErr.Load())
+	if err := s.Ping(ctx); err == nil {
+		t.Errorf("Ping with Redis killed: no error")
+	}
+
+	srv.Restart()
+	okBefore := ok.Load()
+	waitFor(t, "Takes after the restart", func() bool { return ok.Load() > okBefore+100 })
+	stop.Store(true)
+	wg.Wait()
+	if st := s.Stats(); !st.Up {
+		t.Errorf("Stats() after the restart = %+v, want up", st)
+	}
+	// Redis lost its counters; so did the cache.
+	if d := take(t, s, "refused", 1, one); !d.Allowed {
+		t.Errorf("Take of a key refused before Redis lost its data = %+v, want allowed", d)
+	}
+	// Limits apply again.
+	for i := range 6 {
+		if d := take(t, s, "after", 1, minute); d.Allowed != (i < 5) {
+			t.Errorf("Take %d after the restart = %+v, want allowed only for the first 5", i, d)
+		}
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("Ping after the restart: %v", err)
+	}
+}
+
+// TestPausedRedis makes Redis hang (SIGSTOP): Takes time out after
+// Options.Timeout instead of hanging, then fail fast, and the store
+// recovers when Redis continues, without losing counters.
+func TestPausedRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}})
+	take(t, s, "k", 2, minute)
+
+	srv.Pause()
+	_, err := timedTake(t, s, "k", 1, minute)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Take with Redis hung: error %v, want a deadline exceeded", err)
+	}
+	_, err = timedTake(t, s, "k", 1, minute)
+	if !errors.Is(err, ErrUnavailable) {
+		t.Errorf("next Take with Redis hung: error %v, want ErrUnavailable (fail fast)", err)
+	}
+	if st := s.Stats(); st.Up || st.FastFails == 0 {
+		t.Errorf("Stats() with Redis hung = %+v, want down with fast failures", st)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	if err := s.Ping(ctx); err == nil {
+		t.Errorf("Ping with Redis hung: no error")
+	}
+	cancel()
+
+	srv.Resume()
+	// The Takes that timed out were sent, and Redis ran them when it
+	// continued: a failed Take may still have been recorded.
+	if d := waitTake(t, s, "k", 1, minute); !d.Allowed || d.Remaining > 1 {
+		t.Errorf("Take after Redis continued = %+v, want allowed with Remaining at most 1 (counters kept)", d)
+	}
+}
+
+// TestCallerCancelDoesNotTrip checks that a Take whose own context ends
+// does not make the next Takes fail fast: the caller gave up, Redis did not.
+func TestCallerCancelDoesNotTrip(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}})
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Take(cctx, "k", 1, minute); err == nil {
+		t.Errorf("Take with a cancelled context: no error")
+	}
+	if d, err := s.Take(ctx, "k", 1, minute); err != nil || !d.Allowed {
+		t.Errorf("next Take = %+v, %v, want allowed", d, err)
+	}
+}
+
+// waitFor polls cond until it holds, for at most a generous deadline.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(redistest.ReadyTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %v", what, redistest.ReadyTimeout)
+		}
+		time.Sleep(5 * time.Millisecond) // a poll interval, not an assertion
+	}
+}
