@@ -7,12 +7,9 @@
 #
 # The log is the Elastic sample (../shared/data/elastic_apache_logs.log,
 # 10,000 combined-format lines) cut to the common format and repeated with
-# perturbed clients and days, so that it has many distinct clients and
-# spans many windows, like a real log:
-#
-#   copy k shifts each client's first octet by k and every timestamp by
-#   k days (copies are written one after another, so the file is in time
-#   order per copy).
+# perturbed clients and days by bench/loggen, so that it has many distinct
+# clients and spans many windows, like a real log: copy k shifts each
+# client's first octet by k and every timestamp by k days.
 #
 # Usage: bench/logs.sh [LINES] [ROUNDS]
 #   LINES   lines in the generated log (default 1500000)
@@ -47,37 +44,7 @@ bin="$dir/floodgate"
 go build -o "$bin" ./cmd/floodgate
 
 if [ ! -s "$log" ] || [ "$(wc -l <"$log")" -ne "$lines" ]; then
-	# Common format: everything up to the response size. Days are shifted
-	# within May 2015 and on into later months by adding k days to the
-	# day of the month and carrying into the month (30-day months are
-	# enough for a benchmark: every date stays valid).
-	awk -v want="$lines" '
-	BEGIN {
-		split("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec", mon, " ")
-		for (i = 1; i <= 12; i++) idx[mon[i]] = i
-	}
-	{ src[n++] = $0 }
-	END {
-		out = 0
-		for (k = 0; out < want; k++) {
-			for (i = 0; i < n && out < want; i++) {
-				line = src[i]
-				if (!match(line, /^[^ ]+ [^ ]+ [^ ]+ \[[^]]+\] "[^"]*" [0-9]+ [0-9-]+/)) continue
-				line = substr(line, 1, RLENGTH)
-				split(line, f, " ")
-				split(f[1], o, ".")
-				ip = ((o[1] + k) % 223 + 1) "." o[2] "." o[3] "." o[4]
-				# [17/May/2015:10:05:03 +0000]
-				d = substr(f[4], 2, 2) + 0; m = idx[substr(f[4], 5, 3)]; rest = substr(f[4], 8)
-				d += k; while (d > 28) { d -= 28; m++ }; y = substr(rest, 1, 4) + int((m - 1) / 12); m = (m - 1) % 12 + 1
-				ts = sprintf("[%02d/%s/%04d%s", d, mon[m], y, substr(rest, 5))
-				sub(/^[^ ]+/, ip, line)
-				sub(/\[[^]]+\]/, ts, line)
-				print line
-				out++
-			}
-		}
-	}' "$src" >"$log"
+	go run ./bench/loggen -lines "$lines" "$src" >"$log"
 fi
 n=$(wc -l <"$log")
 size=$(du -h "$log" | cut -f1)

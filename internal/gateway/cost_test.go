@@ -98,6 +98,11 @@ func TestCSVBuildCap(t *testing.T) {
 			t.Errorf("503 Retry-After = %q, want a number of seconds", r.retry)
 		}
 	}
+	// The four admitted requests hold their slots; wait until they have all
+	// reached the upstream (bounded: it is start-up, not timing).
+	for i := 0; arrived.Load() < 4 && i < 1000; i++ {
+		time.Sleep(5 * time.Millisecond)
+	}
 	if got := arrived.Load(); got != 4 {
 		t.Errorf("upstream has %d builds in flight, want 4", got)
 	}

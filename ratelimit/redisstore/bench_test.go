@@ -19,8 +19,14 @@ import (
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
-// benchGoroutines is how many goroutines the parallel benchmarks run:
-// at least 32, as many as a busy gateway has decisions in flight.
+// benchTimeout replaces the default 100ms timeout in benchmarks, so that
+// a stall of the shared machine fails no decision (a failure would open
+// the breaker and be counted as a fast decision).
+const benchTimeout = 5 * time.Second
+
+// benchParallelism is the b.SetParallelism that makes the parallel
+// benchmarks run at least 32 goroutines, as a busy gateway has decisions
+// in flight.
 func benchParallelism() int { return max(1, (32+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0)) }
 
 // parallel runs f from 32 or more goroutines, each on its own 64 keys in
@@ -118,7 +124,7 @@ func BenchmarkDecisions(b *testing.B) {
 		rates[name] = float64(b.N) / b.Elapsed().Seconds()
 	}
 	store := func(b *testing.B, limits ...ratelimit.Limit) {
-		s := newStore(b, Options{Addrs: []string{srv.Addr()}})
+		s := newStore(b, Options{Addrs: []string{srv.Addr()}, Timeout: benchTimeout})
 		before := s.Stats()
 		parallel(b, srv, func(ctx context.Context, key string) error {
 			d, err := s.Take(ctx, key, 1, limits...)
@@ -142,7 +148,7 @@ func BenchmarkDecisions(b *testing.B) {
 			ratelimit.Limit{Count: 1 << 31, Window: 24 * time.Hour})
 	})
 	b.Run("store=redis_rate/algorithm=gcra", func(b *testing.B) {
-		rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+		rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), ReadTimeout: benchTimeout, WriteTimeout: benchTimeout})
 		defer rdb.Close()
 		lim := redis_rate.NewLimiter(rdb)
 		l := redis_rate.Limit{Rate: 1 << 30, Burst: 1 << 30, Period: time.Hour}
@@ -166,7 +172,7 @@ func BenchmarkDecisions(b *testing.B) {
 // limit: answered by the over-limit cache, without round trips.
 func BenchmarkCachedRefusal(b *testing.B) {
 	srv := redistest.Start(b)
-	s := newStore(b, Options{Addrs: []string{srv.Addr()}})
+	s := newStore(b, Options{Addrs: []string{srv.Addr()}, Timeout: benchTimeout})
 	l := ratelimit.Limit{Count: 1, Window: time.Hour, Algorithm: ratelimit.GCRA}
 	for g := range 1000 {
 		for i := range 64 {
@@ -221,7 +227,7 @@ func BenchmarkClient(b *testing.B) {
 		})
 	}
 	goredisCase := func(b *testing.B, auto bool) {
-		rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr()})
+		rdb := goredis.NewClient(&goredis.Options{Addr: srv.Addr(), ReadTimeout: benchTimeout, WriteTimeout: benchTimeout})
 		defer rdb.Close()
 		var cmd goredis.Cmdable = rdb
 		if auto {

@@ -55,6 +55,8 @@ type Store struct {
 
 	start time.Time // mono() is the time since start
 
+	shared atomic.Pointer[sharedDeadline] // see callContext
+
 	mu     sync.Mutex // guards closed and the client's creation and closing
 	closed bool
 	done   chan struct{} // closed by Close
@@ -318,6 +320,65 @@ func (s *Store) recovered() {
 		slog.String("redis", s.opts.String()))
 }
 
+// callContext returns the context for one round trip started now on
+// behalf of ctx: it ends at most Options.Timeout from now, and at least
+// 0.9×Timeout from now; when ctx has an earlier deadline, at that
+// deadline. Takes that start within a tenth of Timeout of each other
+// share one such deadline, which saves each the cost of its own timer
+// (five allocations and a lock); so a caller's cancellation that is not a
+// deadline is seen when the round trip ends, within Timeout, rather than
+// at once. The CancelFunc is nil when there is nothing to release.
+func (s *Store) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	now := int64(time.Since(s.start)) // the real clock, even in tests
+	sh := s.shared.Load()
+	if sh == nil || now >= sh.until {
+		dctx, cancel := context.WithDeadline(context.Background(), s.start.Add(time.Duration(now)+s.timeout))
+		next := &sharedDeadline{ctx: dctx, cancel: cancel, until: now + int64(s.timeout)/10}
+		if s.shared.CompareAndSwap(sh, next) {
+			sh = next
+		} else {
+			cancel()
+			if sh = s.shared.Load(); sh == nil {
+				return context.WithTimeout(ctx, s.timeout)
+			}
+		}
+	}
+	if ctx.Done() == nil {
+		return sh.ctx, nil
+	}
+	if d, ok := ctx.Deadline(); ok {
+		if sd, _ := sh.ctx.Deadline(); d.Before(sd) {
+			return context.WithTimeout(ctx, s.timeout)
+		}
+	}
+	return callCtx{ctx, sh.ctx}, nil
+}
+
+// A sharedDeadline is a context that ends Options.Timeout after it was
+// made, for the round trips that start before until (see callContext).
+type sharedDeadline struct {
+	ctx    context.Context
+	cancel context.CancelFunc // released by its own timer, or by Close
+	until  int64              // real monotonic ns since New
+}
+
+// callCtx is a caller's context with the deadline of a shared one: Done
+// and Deadline are the shared context's, Err either's, Value the
+// caller's.
+type callCtx struct {
+	context.Context
+	deadline context.Context
+}
+
+func (c callCtx) Deadline() (time.Time, bool) { return c.deadline.Deadline() }
+func (c callCtx) Done() <-chan struct{}       { return c.deadline.Done() }
+func (c callCtx) Err() error {
+	if err := c.deadline.Err(); err != nil {
+		return err
+	}
+	return c.Context.Err()
+}
+
 // A request is the script call for one Take.
 type request struct {
 	counters []ratelimit.Limit // the distinct limits
@@ -378,8 +439,13 @@ type reply struct {
 // run sends r's script, bounded by Options.Timeout, and decodes the reply.
 // sent is the local instant it was sent at.
 func (s *Store) run(ctx context.Context, c rueidis.Client, r request) (rep reply, sent int64, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
+	if err := ctx.Err(); err != nil {
+		return rep, 0, fmt.Errorf("redisstore: take: %w", err)
+	}
+	ctx, cancel := s.callContext(ctx)
+	if cancel != nil {
+		defer cancel()
+	}
 	sent = s.mono()
 	s.roundTrips.Add(1)
 	res := c.Do(ctx, c.B().Evalsha().Sha1(takeScriptSHA).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.args...).Build())
@@ -537,6 +603,9 @@ func (s *Store) Close() error {
 	close(s.done)
 	s.mu.Unlock()
 	s.wg.Wait()
+	if sh := s.shared.Load(); sh != nil {
+		sh.cancel()
+	}
 	if cp := s.client.Swap(nil); cp != nil {
 		(*cp).Close()
 	}
