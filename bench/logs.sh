@@ -18,8 +18,8 @@
 # a temporary directory, removed at the end).
 #
 # Both tools read the file from the page cache (it is read once first),
-# on one core each: GOMAXPROCS=1 for floodgate, GoAccess is
-# single-threaded by default (--jobs=1). GoAccess parses every line and
+# on one core each: GOMAXPROCS=1 for floodgate; GoAccess 1.7 parses on one
+# thread (its --jobs option came in 1.8). GoAccess parses every line and
 # builds its panels; its report goes to /dev/null as JSON. floodgate
 # baseline parses every line and computes per-client peaks over 1m and 5m
 # windows, percentiles and suggestions; its JSON goes to /dev/null.
@@ -67,7 +67,7 @@ best_seconds() {
 echo "log: $log ($n lines, $size), best of $rounds runs each, one core each"
 echo "machine: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); $(goaccess --version | head -1); $(go version | cut -d' ' -f3)"
 
-ga=$(best_seconds goaccess "$log" --log-format=COMMON --jobs=1 --no-progress --no-global-config -o "$dir/goaccess.json")
+ga=$(best_seconds goaccess "$log" --log-format=COMMON --no-progress --no-global-config -o "$dir/goaccess.json")
 fg=$(best_seconds env GOMAXPROCS=1 "$bin" baseline --json "$log")
 
 printf '%-22s %10s %14s\n' tool seconds lines/s

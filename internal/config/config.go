@@ -101,12 +101,21 @@ type ClientIP struct {
 
 // Store selects the counter store.
 type Store struct {
-	// URL is "memory" (default), the embedded in-memory store. (A later
-	// release adds redis:// URLs.)
+	// URL is "memory" (default), the embedded in-memory store; or a Redis
+	// (or Valkey) server shared by gateway replicas:
+	// redis://[user:pass@]host:port[/db], rediss://… for TLS, and
+	// redis://host1:port1,host2:port2,… for a Redis Cluster.
 	URL string `yaml:"url" json:"url,omitempty"`
 	// MaxKeys caps the keys the memory store tracks, 1024 to 268435456.
 	// Default 1048576.
 	MaxKeys int `yaml:"max_keys" json:"max_keys,omitempty"`
+	// Timeout bounds each decision by the Redis store, round trip
+	// included: a dead or slow store costs at most this. Default "100ms".
+	Timeout string `yaml:"timeout" json:"timeout,omitempty"`
+	// FailurePolicy is what rules do when the store fails, unless a rule
+	// says otherwise: fail_open (default: the request is admitted, the
+	// failure counted) or fail_closed (503 with Retry-After).
+	FailurePolicy string `yaml:"failure_policy" json:"failure_policy,omitempty"`
 }
 
 // Upstream is one server floodgate forwards to.
@@ -221,6 +230,9 @@ type Rule struct {
 	// MaxInflightPerKey caps the rule's requests in flight per key, in
 	// this gateway process.
 	MaxInflightPerKey int `yaml:"max_inflight_per_key" json:"max_inflight_per_key,omitempty"`
+	// FailurePolicy overrides store.failure_policy for this rule:
+	// fail_open or fail_closed.
+	FailurePolicy string `yaml:"failure_policy" json:"failure_policy,omitempty"`
 }
 
 // Responses shapes every answer floodgate gives itself (SPEC G4).

@@ -20,6 +20,11 @@ const (
 	DefaultReadHeaderTimeout = "10s"
 	DefaultIdleTimeout       = "120s"
 	DefaultShutdownGrace     = "30s"
+	DefaultStoreTimeout      = "100ms"
+
+	// Failure policies (store.failure_policy, rules[].failure_policy).
+	FailOpen   = "fail_open"
+	FailClosed = "fail_closed"
 )
 
 // ApplyDefaults sets every field that is empty (or zero) and has a
@@ -55,6 +60,8 @@ func (c *Config) ApplyDefaults() {
 
 	setDefault(&c.Store.URL, StoreMemory)
 	setDefault(&c.Store.MaxKeys, DefaultMaxKeys)
+	setDefault(&c.Store.Timeout, DefaultStoreTimeout)
+	setDefault(&c.Store.FailurePolicy, FailOpen)
 
 	if len(c.Routes) == 0 && len(c.Upstreams) == 1 {
 		for name := range c.Upstreams {

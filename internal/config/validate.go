@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/floodgate/floodgate/ratelimit"
+	"github.com/floodgate/floodgate/ratelimit/redisstore"
 )
 
 // Closed sets of values, as listed in problems.
@@ -16,7 +17,7 @@ var (
 	modes            = []string{ModeEnforce, ModeLogOnly}
 	actions          = []string{ActionBlock, ActionDeny, ActionCount, ActionAllow}
 	forwardHeaders   = []string{HeaderXForwardedFor, HeaderForwarded}
-	storeURLs        = []string{StoreMemory}
+	failurePolicies  = []string{FailOpen, FailClosed}
 	rateLimitHeaders = []string{RateLimitHeadersAlways, RateLimitHeadersLimited, RateLimitHeadersNever}
 	logLevels        = []string{"debug", "info", "warn", "error"}
 	logDecisions     = []string{LogDecisionsLimited, LogDecisionsAll, LogDecisionsNone}
@@ -139,7 +140,17 @@ func (v *validator) clientIP() {
 }
 
 func (v *validator) store() {
-	v.oneOf("store.url", "store", v.c.Store.URL, storeURLs)
+	if u := v.c.Store.URL; u != StoreMemory {
+		if _, err := redisstore.ParseURL(u); err != nil {
+			v.add("store.url", err.Error(), "memory", "redis://host:port[/db]", "rediss://host:port", "redis://host1:port1,host2:port2,…")
+		}
+	}
+	if t := v.c.Store.Timeout; t != "" {
+		if _, err := ParseTimeout(t); err != nil {
+			v.add("store.timeout", err.Error())
+		}
+	}
+	v.oneOf("store.failure_policy", "failure policy", v.c.Store.FailurePolicy, failurePolicies)
 	v.intRange("store.max_keys", v.f.Config.Store.MaxKeys, MinMaxKeys, MaxMaxKeys)
 }
 
@@ -350,6 +361,9 @@ func (v *validator) rules() {
 					v.add(at(field.name), fmt.Sprintf("has no meaning for action %s: use action block or count", r.Action))
 				}
 			}
+		}
+		if r.FailurePolicy != "" {
+			v.oneOf(at("failure_policy"), "failure policy", r.FailurePolicy, failurePolicies)
 		}
 		v.intRange(at("max_inflight"), r.MaxInflight, 0, 1000000)
 		v.intRange(at("max_inflight_per_key"), r.MaxInflightPerKey, 0, 1000000)

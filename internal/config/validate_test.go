@@ -26,7 +26,7 @@ func TestApplyDefaults(t *testing.T) {
 		Server:   Server{ReadHeaderTimeout: "10s", IdleTimeout: "120s", ShutdownGrace: "30s"},
 		Admin:    Admin{Listen: "127.0.0.1:9090"},
 		ClientIP: ClientIP{Header: "Forwarded", IPv6Prefix: 64, IPv4Prefix: 32},
-		Store:    Store{URL: "memory", MaxKeys: 1 << 20},
+		Store:    Store{URL: "memory", MaxKeys: 1 << 20, Timeout: "100ms", FailurePolicy: "fail_open"},
 		Upstreams: map[string]Upstream{
 			"api": {URL: "http://127.0.0.1:8081"},
 		},

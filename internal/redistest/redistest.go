@@ -321,31 +321,72 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// Do sends one command to the server and returns its reply as text:
-// a simple string, bulk string or integer as it is, a nil reply as "",
-// an array as its elements joined by newlines. An error reply is returned
-// as an error. Do gives up after 5 seconds.
+// Do sends one command to the server on a new connection, after AUTH if
+// the server was started with --requirepass, and returns its reply as
+// text: a simple string, bulk string or integer as it is, a nil reply as
+// "", an array as its elements joined by newlines. An error reply is
+// returned as an error. Do gives up after 5 seconds.
 func (s *Server) Do(args ...string) (string, error) {
-	return Do(s.Addr(), args...)
-}
-
-// Do sends one command to the Redis server at addr, as Server.Do does.
-func Do(addr string, args ...string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	cmds := [][]string{args}
+	if p := s.password(); p != "" {
+		cmds = [][]string{{"AUTH", p}, args}
+	}
+	replies, err := DoAll(s.Addr(), cmds...)
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	var b strings.Builder
-	fmt.Fprintf(&b, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+	return replies[len(replies)-1], nil
+}
+
+// password returns the value of --requirepass in the server's arguments.
+func (s *Server) password() string {
+	for i := 0; i+1 < len(s.args); i++ {
+		if s.args[i] == "--requirepass" {
+			return s.args[i+1]
+		}
 	}
-	if _, err := c.Write([]byte(b.String())); err != nil {
+	return ""
+}
+
+// Do sends one command to the Redis server at addr, as Server.Do does
+// (without AUTH).
+func Do(addr string, args ...string) (string, error) {
+	replies, err := DoAll(addr, args)
+	if err != nil {
 		return "", err
 	}
-	return readReply(bufio.NewReader(c))
+	return replies[0], nil
+}
+
+// DoAll sends commands one after the other on one connection to the
+// Redis server at addr, such as AUTH, SELECT, then a command for the
+// selected database, and returns their replies as Do does. It stops at
+// the first error reply.
+func DoAll(addr string, cmds ...[]string) ([]string, error) {
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	r := bufio.NewReader(c)
+	var replies []string
+	for _, args := range cmds {
+		var b strings.Builder
+		fmt.Fprintf(&b, "*%d\r\n", len(args))
+		for _, a := range args {
+			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
+		}
+		if _, err := c.Write([]byte(b.String())); err != nil {
+			return nil, err
+		}
+		reply, err := readReply(r)
+		if err != nil {
+			return nil, err
+		}
+		replies = append(replies, reply)
+	}
+	return replies, nil
 }
 
 // readReply reads one RESP2 reply.

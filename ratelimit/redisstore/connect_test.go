@@ -1,0 +1,143 @@
+package redisstore
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+// TestURLs connects through URLs as operators write them: a password,
+// a database number, TLS.
+func TestURLs(t *testing.T) {
+	t.Parallel()
+	l := ratelimit.Limit{Count: 5, Window: time.Minute}
+
+	t.Run("password and database", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t, "--requirepass", "s3cr/t")
+		o, err := ParseURL("redis://:s3cr%2Ft@" + srv.Addr() + "/3")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newStore(t, o)
+		take(t, s, "k", 2, l)
+		replies, err := redistest.DoAll(srv.Addr(), []string{"AUTH", "s3cr/t"}, []string{"SELECT", "3"}, []string{"DBSIZE"})
+		if err != nil || replies[2] != "1" {
+			t.Errorf("DBSIZE of database 3 = %q, %v, want 1", replies, err)
+		}
+	})
+
+	t.Run("wrong password", func(t *testing.T) {
+		t.Parallel()
+		srv := redistest.Start(t, "--requirepass", "right")
+		s, err := New(Options{Addrs: []string{srv.Addr()}, Password: "wrong"})
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		defer s.Close()
+		_, err = s.Take(ctx, "k", 1, l)
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "WRONGPASS") {
+			t.Errorf("Take with a wrong password: error %v, want ErrUnavailable saying WRONGPASS", err)
+		}
+	})
+
+	t.Run("tls", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		pool := writeCerts(t, dir)
+		tlsPort := redistest.FreePort(t)
+		srv := redistest.Start(t, "--tls-port", strconv.Itoa(tlsPort),
+			"--tls-cert-file", filepath.Join(dir, "server.pem"), "--tls-key-file", filepath.Join(dir, "server.key"),
+			"--tls-ca-cert-file", filepath.Join(dir, "ca.pem"), "--tls-auth-clients", "no")
+		if _, err := srv.Do("PING"); err != nil {
+			t.Fatal(err)
+		}
+		o, err := ParseURL("rediss://127.0.0.1:" + strconv.Itoa(tlsPort))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.TLS.RootCAs = pool
+		s := newStore(t, o)
+		if d := take(t, s, "k", 2, l); !d.Allowed || d.Remaining != 3 {
+			t.Errorf("Take over TLS = %+v, want allowed with Remaining 3", d)
+		}
+
+		// Without the CA, the server is not trusted: no connection.
+		o.TLS = &tls.Config{}
+		s2, err := New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s2.Close()
+		if _, err := s2.Take(ctx, "k", 1, l); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("Take over TLS with an unknown CA: error %v, want ErrUnavailable about the certificate", err)
+		}
+	})
+}
+
+// writeCerts writes a CA (ca.pem) and a server certificate for 127.0.0.1
+// signed by it (server.pem, server.key) to dir, and returns a pool with
+// the CA.
+func writeCerts(t *testing.T, dir string) *x509.CertPool {
+	t.Helper()
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	caKey, srvKey := key(), key()
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "floodgate test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ca.pem", "CERTIFICATE", caDER)
+	write("server.pem", "CERTIFICATE", srvDER)
+	write("server.key", "EC PRIVATE KEY", keyDER)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return pool
+}
