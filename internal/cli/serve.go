@@ -23,13 +23,13 @@ import (
 )
 
 func init() {
-	register("serve", 10, "--config FILE [--env NAME] [--listen ADDR] [--admin-listen ADDR] [--no-watch] [--sample-upstream]", runServe)
+	register("serve", 10, "--config FILE [--env NAME] [--store URL] [--listen ADDR] [--admin-listen ADDR] [--no-watch] [--sample-upstream]", runServe)
 }
 
 // serveFlags are the command-line settings that override the file's, on
 // the first load and every reload.
 type serveFlags struct {
-	file, env, listen, adminListen string
+	file, env, listen, adminListen, store string
 }
 
 func runServe(ctx context.Context, env environ, args []string) error {
@@ -39,6 +39,7 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	fs.StringVar(&sf.env, "env", "", "environment `name` to apply from the file's environments")
 	fs.StringVar(&sf.listen, "listen", "", "public listener `address`, overriding the file's listen")
 	fs.StringVar(&sf.adminListen, "admin-listen", "", "admin listener `address` (or off), overriding admin.listen")
+	fs.StringVar(&sf.store, "store", "", "store `URL` (memory, redis://host:port, rediss://…, redis://h1:p1,h2:p2,…), overriding store.url")
 	noWatch := fs.Bool("no-watch", false, "reload only on SIGHUP, not when the file changes")
 	sampleUp := fs.Bool("sample-upstream", false, "also serve a small JSON echo upstream at every loopback upstream URL, to try floodgate without an API")
 	if err := parseFlags(fs, args); err != nil {
@@ -59,7 +60,11 @@ func runServe(ctx context.Context, env environ, args []string) error {
 
 	logger := telemetry.NewLogger(env.stderr, c.Log.Level)
 	metrics := telemetry.NewMetrics(version.String())
-	store := gateway.NewMemoryStore(c.Store.MaxKeys, nil, metrics)
+	store, closer, err := gateway.NewStore(&c.Store, metrics, logger)
+	if err != nil {
+		return err
+	}
+	defer closer.Close()
 	srv, problems := gateway.NewServer(f, data, gateway.Options{Store: store, Metrics: metrics, Logger: logger})
 	if len(problems) > 0 {
 		fmt.Fprintln(env.stderr, dedupe(problems).Error())
@@ -150,8 +155,13 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	if err := start("public", c.Listen, public); err != nil {
 		return err
 	}
-	logger.Warn("counters are in this process's memory: each gateway replica enforces every limit on its own, so N replicas admit up to N times each limit",
-		"store", c.Store.URL, "max_keys", c.Store.MaxKeys)
+	if c.Store.URL == config.StoreMemory {
+		logger.Warn("counters are in this process's memory: each gateway replica enforces every limit on its own, so N replicas admit up to N times each limit; use a Redis store (store.url, --store) to share them",
+			"store", c.Store.URL, "max_keys", c.Store.MaxKeys)
+	} else {
+		logger.Info("counters are in Redis, shared by every gateway replica using it", "store", config.Redacted(*c).Store.URL,
+			"timeout", c.Store.Timeout, "failure_policy", c.Store.FailurePolicy)
+	}
 	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env,
 		"mode", c.Mode, "hash", srv.Hash())
 
@@ -199,6 +209,9 @@ func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, e
 	}
 	if sf.adminListen != "" {
 		f.Config.Admin.Listen = sf.adminListen
+	}
+	if sf.store != "" {
+		f.Config.Store.URL = sf.store
 	}
 	f.Config.ApplyDefaults()
 	return f, data, problems, nil

@@ -61,6 +61,9 @@ type Rule struct {
 	Ban time.Duration
 	// MaxInflight and MaxInflightPerKey cap requests in flight (0: none).
 	MaxInflight, MaxInflightPerKey int64
+	// FailClosed answers 503 when the store fails, instead of admitting
+	// the request (fail open).
+	FailClosed bool
 	// Cost is what a request costs (config.Cost* constants); CostHeader
 	// names the response header for config.CostHeader.
 	Cost, CostHeader string
@@ -165,6 +168,11 @@ func Compile(f *config.File) (*Set, config.Problems) {
 			r.Ban, _ = config.ParseBan(rc.Ban)
 		}
 		r.MaxInflight, r.MaxInflightPerKey = int64(rc.MaxInflight), int64(rc.MaxInflightPerKey)
+		policy := rc.FailurePolicy
+		if policy == "" {
+			policy = f.Config.Store.FailurePolicy
+		}
+		r.FailClosed = policy == config.FailClosed
 		r.capKey = "rule\x1f" + r.Name
 		r.Cost, r.CostHeader, _ = config.ParseCost(rc.Cost)
 		r.scale = 1

@@ -37,7 +37,8 @@ func OutcomeNames() []string { return outcomeNames[:] }
 // An Observer is told every rule a request matched and what the rule did.
 // key is the counter key (nil for deny and allow rules); it is only valid
 // during the call. err is a condition or store failure: the rule was then
-// skipped (fail open) and o is Allowed.
+// skipped (fail open) and o is Allowed, or, for a store failure under a
+// fail-closed rule, the request refused and o is Blocked.
 type Observer interface {
 	Observe(req *Request, r *Rule, o Outcome, key []byte, d ratelimit.Decision, err error)
 	// ObserveCandidate reports what candidate limit i of r would have
@@ -129,7 +130,14 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 		enforce := r.Action == Block && !logOnly
 		d, refused, unavailable, err := e.decide(ctx, req, r, key, skey, enforce)
 		if err != nil {
-			// Fail open: a store failure never becomes a 5xx.
+			// The store failed: never a 500. Fail open admits the request;
+			// fail closed answers 503.
+			if r.FailClosed && enforce {
+				d = ratelimit.Decision{RetryAfter: r.RetryAfter}
+				e.observe(req, r, Blocked, key, d, err)
+				v.Rule, v.Decision, v.Unavailable = r, d, true
+				return v
+			}
 			e.observe(req, r, Allowed, key, ratelimit.Decision{Allowed: true}, err)
 			continue
 		}

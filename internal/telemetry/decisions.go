@@ -53,6 +53,13 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 			kind = 1 // key
 		}
 		d.rm.errors[r.Index][kind].Inc()
+		if kind == 2 && d.rm.degraded[r.Index][0] != nil {
+			if o == rules.Blocked {
+				d.rm.degraded[r.Index][1].Inc()
+			} else {
+				d.rm.degraded[r.Index][0].Inc()
+			}
+		}
 		d.log.LogAttrs(context.Background(), slog.LevelWarn, "rule skipped",
 			slog.String("rule", r.Name), slog.String("error", err.Error()))
 		return

@@ -30,6 +30,7 @@ type Metrics struct {
 	storeLatency  prometheus.Histogram
 	inflight      prometheus.Gauge
 	mode          *prometheus.GaugeVec
+	degraded      *prometheus.CounterVec
 	candidates    *prometheus.CounterVec
 	charged       *prometheus.CounterVec
 	reloads       *prometheus.CounterVec
@@ -89,7 +90,11 @@ func NewMetrics(version string) *Metrics {
 		Name: "floodgate_rule_cost_total",
 		Help: "Cost charged to rules after responses, in each rule's unit (requests, upstream seconds, bytes or header units).",
 	}, []string{"rule", "cost"})
-	reg.MustRegister(m.candidates, m.charged)
+	m.degraded = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "floodgate_store_degraded_decisions_total",
+		Help: "Rule decisions made without the store because it failed, by rule and the policy applied: fail_open (admitted) or fail_closed (503).",
+	}, []string{"rule", "policy"})
+	reg.MustRegister(m.candidates, m.charged, m.degraded)
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "floodgate_config_reloads_total",
 		Help: "Configuration loads, by result: success (applied) or failure (rejected; the previous configuration keeps running).",
@@ -174,6 +179,7 @@ func (m *Metrics) RegisterStore(stats func() StoreStats) {
 // RuleMetrics holds the pre-resolved per-rule counters of one rule set, so
 // that counting a decision costs no label lookup.
 type RuleMetrics struct {
+	degraded   [][2]prometheus.Counter   // by rule index: fail_open, fail_closed
 	decisions  [][4]prometheus.Counter   // by rule index, by rules.Outcome
 	errors     [][3]prometheus.Counter   // condition, key, store
 	candidates [][][2]prometheus.Counter // by rule index, candidate, allowed/would_block
@@ -188,6 +194,7 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		errors:     make([][3]prometheus.Counter, len(set.Rules)),
 		candidates: make([][][2]prometheus.Counter, len(set.Rules)),
 		charged:    make([]prometheus.Counter, len(set.Rules)),
+		degraded:   make([][2]prometheus.Counter, len(set.Rules)),
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -201,6 +208,7 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 			m.ruleErrors.DeletePartialMatch(prometheus.Labels{"rule": name})
 			m.candidates.DeletePartialMatch(prometheus.Labels{"rule": name})
 			m.charged.DeletePartialMatch(prometheus.Labels{"rule": name})
+			m.degraded.DeletePartialMatch(prometheus.Labels{"rule": name})
 		}
 	}
 	m.rules = current
@@ -210,6 +218,12 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		}
 		for k, name := range []string{"condition", "key", "store"} {
 			rm.errors[i][k] = m.ruleErrors.WithLabelValues(r.Name, name)
+		}
+		if r.Action == rules.Block || r.Action == rules.Count {
+			rm.degraded[i] = [2]prometheus.Counter{
+				m.degraded.WithLabelValues(r.Name, "fail_open"),
+				m.degraded.WithLabelValues(r.Name, "fail_closed"),
+			}
 		}
 		for _, c := range r.Candidates {
 			rm.candidates[i] = append(rm.candidates[i], [2]prometheus.Counter{
