@@ -231,6 +231,8 @@ var detectOrder = []Format{Floodgate, WAF, ALB, Combined, Common}
 // sample (the start of a log; at most 64 lines are tried, and a last line
 // without its newline is left out unless it is the only one), preferring
 // the more specific format on a tie, or Auto if none parses any line.
+// Combined is preferred to common when it parses at least half as many
+// lines: combined lines also read as common ones.
 func Detect(sample []byte) Format {
 	var lines [][]byte
 	rest := sample
@@ -251,6 +253,7 @@ func Detect(sample []byte) Format {
 	var sc scratch
 	var tc timeCache
 	best, bestN := Auto, 0
+	parsed := map[Format]int{}
 	for _, f := range detectOrder {
 		n := 0
 		for _, l := range lines {
@@ -258,9 +261,15 @@ func Detect(sample []byte) Format {
 				n++
 			}
 		}
+		parsed[f] = n
 		if n > bestN {
 			best, bestN = f, n
 		}
+	}
+	// Every combined line also reads as common: a combined log with a few
+	// broken lines (a truncated User-Agent) is still combined.
+	if best == Common && 2*parsed[Combined] >= parsed[Common] {
+		best = Combined
 	}
 	return best
 }

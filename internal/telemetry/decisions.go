@@ -65,6 +65,7 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 		return
 	}
 	d.rm.decisions[r.Index][o].Inc()
+	d.rm.recent.Add(r.Index, o)
 	switch {
 	case d.which == LogNone, d.which == LogLimited && o == rules.Allowed:
 		return

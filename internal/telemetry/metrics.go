@@ -36,6 +36,7 @@ type Metrics struct {
 	reloads       *prometheus.CounterVec
 	configInfo    *prometheus.GaugeVec
 	lastReload    prometheus.Gauge
+	ring          *Ring // the last hour of rule decisions, for the dashboard (ring.go)
 
 	mu    sync.Mutex
 	rules map[string]bool // rule names with series, to drop removed rules' series
@@ -47,6 +48,7 @@ func NewMetrics(version string) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: reg,
+		ring:     newRegistryRing(reg),
 		ruleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floodgate_rule_decisions_total",
 			Help: "Requests a rule matched, by what it decided: allowed, blocked, would_block (shadow or log-only) or denied.",
@@ -184,6 +186,7 @@ type RuleMetrics struct {
 	errors     [][3]prometheus.Counter   // condition, key, store
 	candidates [][][2]prometheus.Counter // by rule index, candidate, allowed/would_block
 	charged    []prometheus.Counter
+	recent     *RingRules // the rule set's rows in Metrics.Ring
 }
 
 // ForRules resolves the per-rule counters of set and initialises them to

@@ -146,11 +146,12 @@ func percentiles(peaks []uint32) Peaks {
 	}
 	s := slices.Clone(peaks)
 	slices.Sort(s)
-	rank := func(p float64) int64 {
-		i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	// The nearest rank of per-mille p among n is ⌈p·n/1000⌉, in integers.
+	rank := func(perMille int) int64 {
+		i := (perMille*len(s)+999)/1000 - 1
 		return int64(s[max(0, min(i, len(s)-1))])
 	}
-	return Peaks{PeakMax: int64(s[len(s)-1]), PeakP50: rank(50), PeakP90: rank(90), PeakP99: rank(99), PeakP999: rank(99.9)}
+	return Peaks{PeakMax: int64(s[len(s)-1]), PeakP50: rank(500), PeakP90: rank(900), PeakP99: rank(990), PeakP999: rank(999)}
 }
 
 func distribution(peaks []uint32, classes []uaclass.Class) []Bin {

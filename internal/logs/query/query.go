@@ -75,9 +75,14 @@ type LimitedClientsResult struct {
 
 // LimitedClients collects the clients that were limited. Add every
 // record, then call Result.
+//
+// When the logs hold access records, they answer alone: decision records
+// describe the same requests again. Without access records, the clients
+// are the decision log's counter keys, one per rule and client.
 type LimitedClients struct {
 	sum     Summary
-	clients map[string]*limitedState
+	clients map[string]*limitedState // from access records
+	keys    map[string]*limitedState // from decision records
 }
 
 type limitedState struct {
@@ -90,7 +95,7 @@ type limitedState struct {
 
 // NewLimitedClients returns an empty query.
 func NewLimitedClients() *LimitedClients {
-	return &LimitedClients{sum: Summary{Query: "limited-clients"}, clients: map[string]*limitedState{}}
+	return &LimitedClients{sum: Summary{Query: "limited-clients"}, clients: map[string]*limitedState{}, keys: map[string]*limitedState{}}
 }
 
 // Add counts one record.
@@ -103,10 +108,14 @@ func (q *LimitedClients) Add(rec *logs.Record) {
 	if len(rec.Client) == 0 {
 		return
 	}
-	st := q.clients[string(rec.Client)]
+	m := q.clients
+	if rec.Kind == logs.KindDecision {
+		m = q.keys
+	}
+	st := m[string(rec.Client)]
 	if st == nil {
 		st = &limitedState{LimitedClient: LimitedClient{Client: string(rec.Client)}, rules: map[string]bool{}}
-		q.clients[st.Client] = st
+		m[st.Client] = st
 	}
 	st.Requests++
 	st.classes[classOf(rec)]++
@@ -156,7 +165,12 @@ func (q *LimitedClients) Add(rec *logs.Record) {
 // requests, then by name), at most top of them (all if top ≤ 0).
 func (q *LimitedClients) Result(top int) *LimitedClientsResult {
 	res := &LimitedClientsResult{Summary: q.sum, Clients: []LimitedClient{}}
-	for _, st := range q.clients {
+	m := q.clients
+	if q.sum.Requests == 0 && q.sum.Decisions > 0 {
+		m = q.keys
+		res.Notes = append(res.Notes, "from the decision log: a client is a rule's counter key, so one address under several rules is listed once per rule")
+	}
+	for _, st := range m {
 		if !st.limited {
 			continue
 		}

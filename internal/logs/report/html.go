@@ -229,17 +229,17 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 		p.Files = append(p.Files, fileLines([]string{f.Name}, []string{f.Format}, []int64{f.Lines}, []int64{f.Unparsed})...)
 	}
 	rt := table{Caption: "What each rule would have refused",
-		Head: []string{"rule", "action", "limit", "matched", "would block", "clients", "browser clients"},
-		Num:  []bool{false, false, false, true, true, true, true}}
+		Head: []string{"rule", "action", "limit", "algorithm", "matched", "would block", "clients", "browser clients"},
+		Num:  []bool{false, false, false, false, true, true, true, true}}
 	for _, rule := range r.Rules {
-		limit := rule.Limit
+		limit, alg := rule.Limit, rule.Algorithm
 		if limit == "" {
-			limit = "—"
+			limit, alg = "—", "—"
 		}
-		rt.Rows = append(rt.Rows, []string{rule.Name, rule.Action, limit, i64(rule.Matched), i64(rule.WouldBlockRequests),
+		rt.Rows = append(rt.Rows, []string{rule.Name, rule.Action, limit, alg, i64(rule.Matched), i64(rule.WouldBlockRequests),
 			itoa(rule.WouldBlockClients), itoa(rule.WouldBlockBrowserClients)})
 		for _, c := range rule.Candidates {
-			rt.Rows = append(rt.Rows, []string{rule.Name + " (candidate)", "count", c.Limit, "", i64(c.WouldBlockRequests),
+			rt.Rows = append(rt.Rows, []string{rule.Name + " (candidate)", "count", c.Limit, alg, "", i64(c.WouldBlockRequests),
 				itoa(c.WouldBlockClients), itoa(c.WouldBlockBrowserClients)})
 		}
 	}

@@ -214,6 +214,18 @@ func peaksSVG(id, title, desc string, peaks []peakPoint, total, browsers int, ma
 		s.line(x, marginT, x, marginT+plotH, colorThreshold, "3 3", 2)
 		s.text(x+4, marginT+12+float64(i%4)*14, "start", "mark", m.label)
 	}
+	// Legend, top right.
+	lx0 := float64(marginL + plotW - 170)
+	items := []struct{ color, dash, label string }{
+		{colorAll, "", "all clients"}, {colorBrowser, "7 4", "browser clients"}, {colorThreshold, "3 3", "limit"},
+	}
+	fmt.Fprintf(&s.b, `<rect x="%.1f" y="%d" width="166" height="%d" fill="#ffffff" fill-opacity="0.9" stroke="%s"/>`,
+		lx0-6, marginT+4, len(items)*16+8, colorGrid)
+	for i, it := range items {
+		y := float64(marginT + 18 + i*16)
+		s.line(lx0, y-4, lx0+28, y-4, it.color, it.dash, 2.5)
+		s.text(lx0+34, y, "start", "tick", it.label)
+	}
 	s.text(marginL+plotW/2, chartH-6, "middle", "axis", "peak requests in one window (log scale)")
 	s.vtext(16, marginT+plotH/2, "axis", "clients at or above (log)")
 	return s.close()

@@ -1,0 +1,237 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/redistest"
+)
+
+// startMaveDB runs `floodgate serve --config examples/mavedb.yaml --store
+// URL` in-process, behind a trusted proxy, in front of upstream.
+func startMaveDB(t *testing.T, store, upstream string, extra ...string) *gatewayProc {
+	t.Helper()
+	g := &gatewayProc{t: t, pub: freeAddr(t), adm: freeAddr(t), done: make(chan int, 1), stderr: &lockedBuffer{}}
+	vars := map[string]string{
+		"FLOODGATE_LISTEN": g.pub, "FLOODGATE_ADMIN_LISTEN": g.adm, "FLOODGATE_UPSTREAM": upstream,
+		"FLOODGATE_TRUSTED_PROXIES": "127.0.0.0/8",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g.cancel = cancel
+	env := environ{lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, stdout: io.Discard, stderr: g.stderr}
+	args := append([]string{"serve", "--config", "../../examples/mavedb.yaml", "--store", store, "--no-watch"}, extra...)
+	go func() { g.done <- run1(ctx, env, args) }()
+	waitFor(t, "http://"+g.adm+"/healthz")
+	t.Cleanup(func() {
+		cancel()
+		<-g.done
+	})
+	return g
+}
+
+func (g *gatewayProc) get(path, client string, hdr ...string) (int, http.Header) {
+	g.t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+g.pub+path, nil)
+	req.Header.Set("X-Forwarded-For", client)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		g.t.Fatalf("GET %s: %v", path, err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header
+}
+
+// waitRedisUp sends requests until the gateway's Redis store is up again
+// (it learns so from a successful decision), for a bounded time.
+func (g *gatewayProc) waitRedisUp() {
+	g.t.Helper()
+	for range 500 {
+		g.get("/healthz-probe", "192.0.2.200")
+		if g.metric("floodgate_redis_up") == 1 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g.t.Fatalf("the Redis store never came back up; log:\n%s", g.stderr.String())
+}
+
+func okUpstream(t *testing.T) string {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "{}") }))
+	t.Cleanup(up.Close)
+	return up.URL
+}
+
+// TestThreeReplicasShareOneLimit: three gateways sharing one Redis, taking
+// turns on 1600 requests from one client, admit exactly 1500 and answer
+// 100 with 429.
+func TestThreeReplicasShareOneLimit(t *testing.T) {
+	rs := redistest.Start(t)
+	up := okUpstream(t)
+	var gws []*gatewayProc
+	for range 3 {
+		gws = append(gws, startMaveDB(t, rs.URL(), up))
+	}
+	codes := map[int]int{}
+	for i := range 1600 {
+		code, _ := gws[i%3].get("/api/v1/score-sets", "203.0.113.7")
+		codes[code]++
+	}
+	if codes[200] != 1500 || codes[429] != 100 {
+		t.Errorf("statuses %v, want exactly 1500×200 and 100×429", codes)
+	}
+	// Each replica alone would have admitted up to 1500: the limit is
+	// shared, not multiplied.
+	if code, _ := gws[0].get("/api/v1/score-sets", "198.51.100.1"); code != 200 {
+		t.Errorf("another client: %d, want 200", code)
+	}
+}
+
+// TestRedisDownFailOpenAndRecovery: with Redis killed under traffic every
+// request is still answered (fail open, the default) and the store errors
+// are counted; once Redis is back, limits apply again without restarting
+// the gateway.
+func TestRedisDownFailOpenAndRecovery(t *testing.T) {
+	rs := redistest.Start(t)
+	g := startMaveDB(t, rs.URL(), okUpstream(t))
+	for range 10 {
+		if code, _ := g.get("/api/v1/score-sets", "203.0.113.8"); code != 200 {
+			t.Fatalf("before the outage: %d", code)
+		}
+	}
+	rs.Kill()
+	for i := range 50 {
+		if code, _ := g.get("/api/v1/score-sets", "203.0.113.8"); code != 200 {
+			t.Fatalf("request %d with Redis down: %d, want 200 (fail open)", i, code)
+		}
+	}
+	if n := g.metric("floodgate_store_errors_total"); n < 50 {
+		t.Errorf("floodgate_store_errors_total = %v, want ≥ 50", n)
+	}
+	if n := g.metric(`floodgate_store_degraded_decisions_total{policy="fail_open",rule="rate-limit-ip"}`); n < 50 {
+		t.Errorf("degraded fail_open decisions of rate-limit-ip = %v, want ≥ 50", n)
+	}
+	resp, err := http.Get("http://" + g.adm + "/readyz")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != 503 {
+			t.Errorf("/readyz with Redis down: %d, want 503", resp.StatusCode)
+		}
+	}
+
+	rs.Restart() // an empty Redis: the counters start afresh
+	g.waitRedisUp()
+	// Limits apply again: the CSV limit (100/5m) refuses the 101st.
+	codes := map[int]int{}
+	for range 101 {
+		code, _ := g.get("/api/v1/score-sets/urn:mavedb:1/scores", "203.0.113.9")
+		codes[code]++
+	}
+	if codes[429] != 1 {
+		t.Errorf("after recovery, 101 CSV requests: %v, want the 101st refused", codes)
+	}
+}
+
+// TestFailClosedAnswers503: a fail_closed rule answers 503 with
+// Retry-After while the store is down.
+func TestFailClosedAnswers503(t *testing.T) {
+	rs := redistest.Start(t)
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "closed.yaml")
+	pub, adm := freeAddr(t), freeAddr(t)
+	os.WriteFile(conf, []byte(fmt.Sprintf(`
+listen: %s
+admin: {listen: %q}
+store: {url: %q, timeout: 50ms}
+upstreams: {api: {url: %q}}
+rules:
+  - {name: logins, when: "request.path == '/login'", limits: [10/1m], failure_policy: fail_closed, retry_after: 20s}
+  - {name: rest, limits: [1000/1m]}
+`, pub, adm, rs.URL(), okUpstream(t))), 0o600)
+	g := &gatewayProc{t: t, pub: pub, adm: adm, done: make(chan int, 1), stderr: &lockedBuffer{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); <-g.done }()
+	go func() {
+		g.done <- run1(ctx, environ{lookup: func(string) (string, bool) { return "", false }, stdout: io.Discard, stderr: g.stderr},
+			[]string{"serve", "--config", conf, "--no-watch"})
+	}()
+	waitFor(t, "http://"+adm+"/healthz")
+	if code, _ := g.get("/login", "203.0.113.1"); code != 200 {
+		t.Fatalf("with Redis up: %d", code)
+	}
+	rs.Kill()
+	code, h := g.get("/login", "203.0.113.1")
+	if code != 503 || h.Get("Retry-After") != "20" {
+		t.Errorf("fail_closed rule with Redis down: %d Retry-After %q, want 503 and 20", code, h.Get("Retry-After"))
+	}
+	if code, _ := g.get("/other", "203.0.113.1"); code != 200 {
+		t.Errorf("fail_open rule with Redis down: %d, want 200", code)
+	}
+	if !strings.Contains(g.stderr.String(), "floodgate started") {
+		t.Errorf("no start record:\n%s", g.stderr.String())
+	}
+}
+
+// TestStartsWithRedisDown: a gateway started while Redis is down serves
+// (fail open) instead of crash-looping, and uses Redis once it is up.
+func TestStartsWithRedisDown(t *testing.T) {
+	rs := redistest.Start(t)
+	rs.Kill() // its port is now free, and nothing answers on it
+	g := startMaveDB(t, rs.URL(), okUpstream(t))
+	if code, _ := g.get("/api/v1/score-sets", "203.0.113.2"); code != 200 {
+		t.Errorf("with Redis never up: %d, want 200", code)
+	}
+	rs.Restart()
+	g.waitRedisUp()
+	codes := map[int]int{}
+	for range 101 {
+		code, _ := g.get("/api/v1/score-sets/urn:mavedb:1/scores", "203.0.113.3")
+		codes[code]++
+	}
+	if codes[429] != 1 {
+		t.Errorf("once Redis is up: %v, want the 101st CSV request refused", codes)
+	}
+}
+
+// TestClusterStore: the example works with --store naming three cluster
+// nodes, and its keys land in the cluster.
+func TestClusterStore(t *testing.T) {
+	c := redistest.StartCluster(t)
+	var addrs []string
+	for _, n := range c.Nodes {
+		addrs = append(addrs, n.Addr())
+	}
+	g := startMaveDB(t, "redis://"+strings.Join(addrs, ","), okUpstream(t))
+	codes := map[int]int{}
+	for range 101 {
+		code, _ := g.get("/api/v1/score-sets/urn:mavedb:1/scores", "203.0.113.4")
+		codes[code]++
+	}
+	if codes[200] != 100 || codes[429] != 1 {
+		t.Errorf("through the cluster: %v, want 100×200 and the 101st refused", codes)
+	}
+	keys := 0
+	for _, n := range c.Nodes {
+		out, err := n.Do("DBSIZE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k int
+		fmt.Sscan(out, &k)
+		keys += k
+	}
+	if keys == 0 {
+		t.Error("no keys in the cluster")
+	}
+}

@@ -1,0 +1,148 @@
+package query
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/logs/baseline"
+)
+
+// readLines reads lines of the fixture, or all of it.
+func read(t *testing.T, keep func(line string) bool, add ...func(*logs.Record)) {
+	t.Helper()
+	data, err := os.ReadFile("../testdata/floodgate.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in bytes.Buffer
+	for _, l := range strings.SplitAfter(string(data), "\n") {
+		if keep(l) {
+			in.WriteString(l)
+		}
+	}
+	rd, err := logs.NewReader(&in, logs.Floodgate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rd.Next() {
+		for _, f := range add {
+			f(rd.Record())
+		}
+	}
+}
+
+func all(string) bool           { return true }
+func decisionsOnly(l string) bool { return strings.Contains(l, `"msg":"decision"`) }
+
+// The fixture (testdata/floodgate.jsonl, see logs.TestFloodgateFixture):
+// a browser sends 8 requests in a minute (shadow-requests 3/1m would
+// block the 4th to 8th, rate-limit-ip 5/1m blocks the 6th to 8th), a
+// script 2, a crawler 4 (shadow would block its 4th).
+
+func TestLimitedClients(t *testing.T) {
+	q := NewLimitedClients()
+	read(t, all, q.Add)
+	r := q.Result(0)
+	if r.Requests != 14 || r.Decisions != 28 || len(r.Notes) != 0 {
+		t.Errorf("summary = %+v", r.Summary)
+	}
+	type row struct {
+		class                        string
+		requests, blocked, wouldBlok int64
+		rules                        string
+	}
+	var got []row
+	for _, c := range r.Clients {
+		got = append(got, row{c.Class, c.Requests, c.Blocked, c.WouldBlock, strings.Join(c.Rules, ",")})
+		if len(c.Client) != 16 {
+			t.Errorf("client %q is not a hash", c.Client)
+		}
+	}
+	want := []row{
+		{"browser", 8, 3, 2, "rate-limit-ip,shadow-requests"},
+		{"crawler", 4, 0, 1, "shadow-requests"},
+	}
+	if diff := cmp.Diff(got, want, cmp.AllowUnexported(row{})); diff != "" {
+		t.Errorf("clients (-got +want):\n%s", diff)
+	}
+	if r.Clients[0].First != "2026-11-30T10:00:04Z" || r.Clients[0].Last != "2026-11-30T10:00:08Z" {
+		t.Errorf("browser limited from %s to %s, want 10:00:04 to 10:00:08", r.Clients[0].First, r.Clients[0].Last)
+	}
+
+	// The decision log alone: one client per rule key.
+	q = NewLimitedClients()
+	read(t, decisionsOnly, q.Add)
+	r = q.Result(1)
+	if len(r.Notes) != 1 || len(r.Clients) != 1 || r.Clients[0].Rules[0] != "shadow-requests" || r.Clients[0].WouldBlock != 5 {
+		t.Errorf("decision log: %+v", r)
+	}
+}
+
+func TestBrowsersCaught(t *testing.T) {
+	q := NewBrowsersCaught()
+	read(t, all, q.Add)
+	r := q.Result()
+	if r.BrowserRequests != 8 || len(r.Rules) != 2 {
+		t.Fatalf("result = %+v", r)
+	}
+	// shadow-requests caught 5 browser requests (would block), and
+	// rate-limit-ip 3 (blocked).
+	for i, want := range []CaughtRule{
+		{Rule: "shadow-requests", Requests: 5, WouldBlock: 5, Clients: 1},
+		{Rule: "rate-limit-ip", Requests: 3, Blocked: 3, Clients: 1},
+	} {
+		got := r.Rules[i]
+		if got.Rule != want.Rule || got.Requests != want.Requests || got.Blocked != want.Blocked ||
+			got.WouldBlock != want.WouldBlock || got.Clients != want.Clients {
+			t.Errorf("rules[%d] = %+v, want %+v", i, got, want)
+		}
+		if len(got.TopPaths) != 1 || got.TopPaths[0].Requests != want.Requests {
+			t.Errorf("rules[%d].top_paths = %+v", i, got.TopPaths)
+		}
+	}
+	q = NewBrowsersCaught()
+	read(t, decisionsOnly, q.Add)
+	if r := q.Result(); len(r.Notes) != 1 || len(r.Rules) != 0 {
+		t.Errorf("decision log alone: %+v, want a note and no rules", r)
+	}
+}
+
+func TestPeakRate(t *testing.T) {
+	q := NewPeakRate([]time.Duration{time.Minute})
+	read(t, all, q.Add)
+	r := q.Result(2, baseline.Namer{})
+	if r.Clients != 3 || r.Windows[0].PeakMax != 8 || len(r.TopClients) != 2 || r.TopClients[0].Peaks["1m"] != 8 || r.TopClients[0].Class != "browser" {
+		t.Errorf("peak-rate = %+v", r)
+	}
+	q = NewPeakRate(nil)
+	read(t, decisionsOnly, q.Add)
+	r = q.Result(0, baseline.Namer{})
+	// 2 rules × 3 clients, each rule key with the client's requests.
+	if len(r.Notes) != 1 || r.Clients != 6 || r.Windows[0].PeakMax != 8 {
+		t.Errorf("peak-rate from decisions = %+v", r)
+	}
+}
+
+// TestOtherFormats: a 429 in a combined log counts as limited by an
+// unnamed rule.
+func TestOtherFormats(t *testing.T) {
+	line := `192.0.2.7 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 429 0 "-" "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"` + "\n"
+	rd, _ := logs.NewReader(strings.NewReader(line+line), logs.Auto)
+	lc, bc := NewLimitedClients(), NewBrowsersCaught()
+	for rd.Next() {
+		lc.Add(rd.Record())
+		bc.Add(rd.Record())
+	}
+	if r := lc.Result(0); len(r.Clients) != 1 || r.Clients[0].Blocked != 2 || r.Clients[0].Rules[0] != Status429 {
+		t.Errorf("limited-clients = %+v", r.Clients)
+	}
+	if r := bc.Result(); len(r.Rules) != 1 || r.Rules[0].Rule != Status429 || r.Rules[0].Requests != 2 {
+		t.Errorf("browsers-caught = %+v", r.Rules)
+	}
+}

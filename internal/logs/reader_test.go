@@ -1,0 +1,552 @@
+package logs
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/internal/uaclass"
+)
+
+// want is what a test expects of a parsed line; its strings are compared
+// with the Record's byte slices.
+type want struct {
+	Kind                           Kind
+	Time                           string // RFC 3339
+	Client, Method, Target, Host   string
+	UserAgent                      string
+	HasUserAgent, ClientHashed     bool
+	Class                          uaclass.Class
+	Status                         int
+	Bytes                          int64
+	Duration                       time.Duration
+	Route, Rule, Decision, Blocked string
+	WouldBlock                     []string
+}
+
+func got(r *Record) want {
+	w := want{Kind: r.Kind, Time: r.At().Format(time.RFC3339Nano), Client: string(r.Client), Method: string(r.Method),
+		Target: string(r.Target), Host: string(r.Host), UserAgent: string(r.UserAgent), HasUserAgent: r.HasUserAgent,
+		ClientHashed: r.ClientHashed, Class: r.Class, Status: r.Status, Bytes: r.Bytes, Duration: r.Duration,
+		Route: string(r.Route), Rule: string(r.Rule), Decision: string(r.Decision), Blocked: string(r.BlockedBy)}
+	for _, b := range r.WouldBlock {
+		w.WouldBlock = append(w.WouldBlock, string(b))
+	}
+	return w
+}
+
+type parseCase struct {
+	name string
+	line string
+	ok   bool
+	want want
+}
+
+const chromeUA = "Mozilla/5.0 (Windows NT 6.1; WOW64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/32.0.1700.107 Safari/537.36"
+
+var parseCases = map[Format][]parseCase{
+	Common: {
+		{"apache example", `127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326`, true,
+			want{Time: "2000-10-10T20:55:36Z", Client: "127.0.0.1", Method: "GET", Target: "/apache_pb.gif", Status: 200, Bytes: 2326}},
+		{"host name client, dash size", `crawl-66-249-73-135.googlebot.com - - [17/May/2015:10:05:03 +0000] "HEAD /a?b=c HTTP/1.1" 304 -`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "crawl-66-249-73-135.googlebot.com", Method: "HEAD", Target: "/a?b=c", Status: 304, Bytes: 0}},
+		{"ipv6 client", `2001:db8::1 - - [01/Jan/2026:00:00:00 +0000] "GET / HTTP/2.0" 200 5`, true,
+			want{Time: "2026-01-01T00:00:00Z", Client: "2001:db8::1", Method: "GET", Target: "/", Status: 200, Bytes: 5}},
+		{"combined line read as common", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "curl/7.46.0"`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "1.2.3.4", Method: "GET", Target: "/", Status: 200, Bytes: 1}},
+		{"escaped quote in request", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET /a\"b HTTP/1.1" 400 0`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "1.2.3.4", Method: "GET", Target: `/a\"b`, Status: 400, Bytes: 0}},
+		{"garbage request is still a request", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "\x16\x03\x01" 400 0`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "1.2.3.4", Status: 400, Bytes: 0}},
+		{"empty request", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "" 408 0`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "1.2.3.4", Status: 408, Bytes: 0}},
+		{"leap second", `1.2.3.4 - - [31/Dec/2016:23:59:60 +0000] "GET / HTTP/1.1" 200 1`, true,
+			want{Time: "2017-01-01T00:00:00Z", Client: "1.2.3.4", Method: "GET", Target: "/", Status: 200, Bytes: 1}},
+		{"positive offset", `1.2.3.4 - - [01/Mar/2024:01:30:00 +0530] "GET / HTTP/1.1" 200 1`, true,
+			want{Time: "2024-02-29T20:00:00Z", Client: "1.2.3.4", Method: "GET", Target: "/", Status: 200, Bytes: 1}},
+		{"empty line", ``, false, want{}},
+		{"no time", `1.2.3.4 - - "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"bad month", `1.2.3.4 - - [17/Mai/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"31 February", `1.2.3.4 - - [31/Feb/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"hour 24", `1.2.3.4 - - [17/May/2015:24:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"bad zone", `1.2.3.4 - - [17/May/2015:10:05:03 +0099] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"short time", `1.2.3.4 - - [17/May/2015:10:05 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"unterminated request", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1 200 1`, false, want{}},
+		{"status not a number", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" abc 1`, false, want{}},
+		{"two-digit status", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 20 1`, false, want{}},
+		{"size not a number", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 12x`, false, want{}},
+		{"no size", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200`, false, want{}},
+		{"leading space", ` 1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"year out of range", `1.2.3.4 - - [17/May/9999:10:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"only brackets", `x [`, false, want{}},
+	},
+	Combined: {
+		{"elastic line", `83.149.9.216 - - [17/May/2015:10:05:03 +0000] "GET /presentations/logstash-monitorama-2013/images/kibana-search.png HTTP/1.1" 200 203023 "http://semicomplete.com/presentations/logstash-monitorama-2013/" "` + chromeUA + `"`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "83.149.9.216", Method: "GET", Target: "/presentations/logstash-monitorama-2013/images/kibana-search.png",
+				Status: 200, Bytes: 203023, UserAgent: chromeUA, HasUserAgent: true}},
+		{"no user agent", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "-"`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "1.2.3.4", Method: "GET", Target: "/", Status: 200, Bytes: 1, HasUserAgent: true}},
+		{"nginx extra field", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "curl/8" "10.0.0.1, 10.0.0.2"`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "1.2.3.4", Method: "GET", Target: "/", Status: 200, Bytes: 1, UserAgent: "curl/8", HasUserAgent: true}},
+		{"nginx escapes", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "a\x22b"`, true,
+			want{Time: "2015-05-17T10:05:03Z", Client: "1.2.3.4", Method: "GET", Target: "/", Status: 200, Bytes: 1, UserAgent: `a\x22b`, HasUserAgent: true}},
+		{"truncated user agent (the Elastic log's line 8899)", `46.118.127.106 - - [20/May/2015:12:05:17 +0000] "GET /scripts/grok-py-test/configlib.py HTTP/1.1" 200 235 "-" "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html`, false, want{}},
+		{"common line", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
+		{"referer only", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-"`, false, want{}},
+		{"unquoted user agent", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" curl`, false, want{}},
+		{"trailing backslash", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "abc\"`, false, want{}},
+	},
+	ALB: {
+		{"http", `http 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - - arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337262-36d228ad5d99923122bbe354" "-" "-" 0 2018-07-02T22:22:48.364000Z "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`, true,
+			want{Time: "2018-07-02T22:23:00.186641Z", Client: "192.168.131.39", Method: "GET", Target: "/", Host: "www.example.com", Status: 200, Bytes: 366,
+				UserAgent: "curl/7.46.0", HasUserAgent: true, Duration: time.Millisecond}},
+		{"ipv6 client with query", `h2 2018-07-02T22:23:00.186641Z app/lb/1 [2001:db8::7]:48160 10.0.0.66:9000 0.000 0.250 0.000 429 429 5 257 "POST https://api.example.com:443/v1/x?q=1 HTTP/2.0" "-" x y`, true,
+			want{Time: "2018-07-02T22:23:00.186641Z", Client: "2001:db8::7", Method: "POST", Target: "/v1/x?q=1", Host: "api.example.com", Status: 429, Bytes: 257,
+				HasUserAgent: true, Duration: 250 * time.Millisecond}},
+		{"lambda failure", `http 2018-11-30T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 - 0.000 0.001 0.000 502 - 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - -`, true,
+			want{Time: "2018-11-30T22:23:00.186641Z", Client: "192.168.131.39", Method: "GET", Target: "/", Host: "www.example.com", Status: 502, Bytes: 366,
+				UserAgent: "curl/7.46.0", HasUserAgent: true, Duration: time.Millisecond}},
+		{"malformed request", `http 2018-11-30T22:23:00.186641Z app/lb/1 192.168.131.39:2817 - -1 -1 -1 400 - 0 0 "- - - " "-" - -`, true,
+			want{Time: "2018-11-30T22:23:00.186641Z", Client: "192.168.131.39", Status: 400, Bytes: 0, HasUserAgent: true}},
+		{"unknown type", `ftp 2018-07-02T22:23:00.186641Z app/lb/1 1.2.3.4:1 - 0 0 0 200 200 0 0 "GET http://x/ HTTP/1.1" "-"`, false, want{}},
+		{"bad time", `http 2018-07-02 app/lb/1 1.2.3.4:1 - 0 0 0 200 200 0 0 "GET http://x/ HTTP/1.1" "-"`, false, want{}},
+		{"too few fields", `http 2018-07-02T22:23:00.186641Z app/lb/1 1.2.3.4:1`, false, want{}},
+		{"unterminated quote", `http 2018-07-02T22:23:00.186641Z app/lb/1 1.2.3.4:1 - 0 0 0 200 200 0 0 "GET http://x/ HTTP/1.1 "-"`, false, want{}},
+		{"no client", `http 2018-07-02T22:23:00.186641Z app/lb/1 - - 0 0 0 200 200 0 0 "GET http://x/ HTTP/1.1" "-"`, false, want{}},
+	},
+	WAF: {
+		{"blocked by a rule", `{"timestamp":1576280412771,"formatVersion":1,"action":"BLOCK","terminatingRuleId":"STMTest_SQLi_XSS","terminatingRuleType":"REGULAR","httpRequest":{"clientIp":"1.1.1.1","country":"AU","headers":[{"name":"Host","value":"localhost:1989"},{"name":"User-Agent","value":"curl/7.61.1"}],"uri":"/myUri","args":"a=1","httpVersion":"HTTP/1.1","httpMethod":"GET","requestId":"rid"}}`, true,
+			want{Time: "2019-12-13T23:40:12.771Z", Client: "1.1.1.1", Method: "GET", Target: "/myUri?a=1", Host: "localhost", UserAgent: "curl/7.61.1", HasUserAgent: true, Bytes: -1}},
+		{"rate-based block, escapes", `{"timestamp":1632420429309,"action":"BLOCK","terminatingRuleId":"rate-limit-ip","terminatingRuleType":"RATE_BASED","responseCodeSent":429,"httpRequest":{"clientIp":"72.21.198.65","headers":[{"name":"user-agent","value":"Mozilla\/5.0 \"x\" \u00e9\ud83d\ude00"}],"uri":"\/scores","args":"","httpMethod":"GET"}}`, true,
+			want{Time: "2021-09-23T18:07:09.309Z", Client: "72.21.198.65", Method: "GET", Target: "/scores", UserAgent: "Mozilla/5.0 \"x\" é😀", HasUserAgent: true, Status: 429, Bytes: -1, Blocked: "rate-limit-ip"}},
+		{"lone surrogate", `{"timestamp":1,"httpRequest":{"clientIp":"1.1.1.1","headers":[{"name":"User-Agent","value":"\ud800x"}],"uri":"/","httpMethod":"GET"}}`, true,
+			want{Time: "1970-01-01T00:00:00.001Z", Client: "1.1.1.1", Method: "GET", Target: "/", UserAgent: "\ufffdx", HasUserAgent: true, Bytes: -1}},
+		{"no http request", `{"timestamp":1576280412771,"action":"ALLOW"}`, false, want{}},
+		{"no client", `{"timestamp":1576280412771,"httpRequest":{"uri":"/"}}`, false, want{}},
+		{"trailing garbage", `{"timestamp":1576280412771,"httpRequest":{"clientIp":"1.1.1.1"}} x`, false, want{}},
+		{"truncated", `{"timestamp":1576280412771,"httpRequest":{"clientIp":"1.1.1.1"`, false, want{}},
+		{"not an object", `[1,2,3]`, false, want{}},
+		{"timestamp a string", `{"timestamp":"now","httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"deep nesting", `{"timestamp":1,"x":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `,"httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"bad escape", `{"timestamp":1,"httpRequest":{"clientIp":"1.1.1.1","uri":"/\q"}}`, true,
+			want{Time: "1970-01-01T00:00:00.001Z", Client: "1.1.1.1", Bytes: -1}},
+	},
+	Floodgate: {
+		{"access record", `{"time":"2026-11-30T10:00:00.123456789Z","msg":"access","method":"GET","path":"/scores","status":429,"route":"api","duration_ms":0.412,"ua":"python-requests/2.31.0","ua_class":"script","client":"3f2a9c0d1e4b5a6f","bytes":187,"blocked_by":"rate-limit-csv-endpoints","would_block":["shadow-requests","x"]}`, true,
+			want{Time: "2026-11-30T10:00:00.123456789Z", Client: "3f2a9c0d1e4b5a6f", ClientHashed: true, Method: "GET", Target: "/scores", Status: 429, Route: "api",
+				Duration: 412 * time.Microsecond, UserAgent: "python-requests/2.31.0", HasUserAgent: true, Class: uaclass.Script, Bytes: 187,
+				Blocked: "rate-limit-csv-endpoints", WouldBlock: []string{"shadow-requests", "x"}}},
+		{"decision record, slog time with offset", `{"time":"2026-11-30T11:00:00.5+01:00","level":"INFO","msg":"decision","rule":"rate-limit-ip","action":"block","decision":"would_block","route":"api","method":"GET","path":"/","key_type":"ip","key_hash":"0011223344556677","limit":"1500/5m","remaining":0,"retry_after_s":1.5}`, true,
+			want{Kind: KindDecision, Time: "2026-11-30T10:00:00.5Z", Client: "0011223344556677", ClientHashed: true, Method: "GET", Target: "/", Route: "api",
+				Rule: "rate-limit-ip", Decision: "would_block", Bytes: -1}},
+		{"deny decision without key", `{"time":"2026-11-30T10:00:00Z","level":"INFO","msg":"decision","rule":"no-bots","action":"deny","decision":"denied","route":"api","method":"GET","path":"/"}`, true,
+			want{Kind: KindDecision, Time: "2026-11-30T10:00:00Z", ClientHashed: true, Method: "GET", Target: "/", Route: "api", Rule: "no-bots", Decision: "denied", Bytes: -1}},
+		{"other slog record", `{"time":"2026-11-30T10:00:00Z","level":"WARN","msg":"rule skipped","rule":"x","error":"boom"}`, false, want{}},
+		{"no time", `{"msg":"access","client":"abc"}`, false, want{}},
+		{"bad time", `{"time":"yesterday","client":"abc"}`, false, want{}},
+		{"too precise", `{"time":"2026-11-30T10:00:00.1234567891Z","client":"abc"}`, false, want{}},
+		{"trailing comma", `{"time":"2026-11-30T10:00:00Z","client":"abc",}`, false, want{}},
+		{"missing colon", `{"time" "2026-11-30T10:00:00Z","client":"abc"}`, false, want{}},
+	},
+}
+
+func TestParse(t *testing.T) {
+	for f, cases := range parseCases {
+		for _, tc := range cases {
+			t.Run(f.String()+"/"+tc.name, func(t *testing.T) {
+				var rec Record
+				var sc scratch
+				var tc2 timeCache
+				ok := parse(f, &rec, []byte(tc.line), &sc, &tc2)
+				if ok != tc.ok {
+					t.Fatalf("parse(%s, %q) ok = %v, want %v", f, tc.line, ok, tc.ok)
+				}
+				if !ok {
+					return
+				}
+				if diff := cmp.Diff(got(&rec), tc.want); diff != "" {
+					t.Errorf("parse(%s, %q) (-got +want):\n%s", f, tc.line, diff)
+				}
+			})
+		}
+	}
+}
+
+func TestDetect(t *testing.T) {
+	for _, tc := range []struct {
+		name, sample string
+		want         Format
+	}{
+		{"combined", parseCases[Combined][0].line + "\n" + parseCases[Combined][1].line + "\n", Combined},
+		{"common", parseCases[Common][0].line + "\n" + parseCases[Common][1].line + "\n", Common},
+		{"mostly common with one combined", parseCases[Common][0].line + "\n" + parseCases[Common][1].line + "\n" + parseCases[Combined][0].line + "\n", Common},
+		{"alb", parseCases[ALB][0].line + "\n", ALB},
+		{"waf", parseCases[WAF][0].line + "\n", WAF},
+		{"floodgate", parseCases[Floodgate][0].line + "\n" + parseCases[Floodgate][1].line + "\n", Floodgate},
+		{"garbage first line", "#Version: 1.0\n" + parseCases[ALB][0].line + "\n", ALB},
+		{"one line without newline", parseCases[Common][0].line, Common},
+		{"nothing", "", Auto},
+		{"unknown", "hello\nworld\n", Auto},
+		{"CRLF", parseCases[Combined][0].line + "\r\n", Combined},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Detect([]byte(tc.sample)); got != tc.want {
+				t.Errorf("Detect(%q) = %v, want %v", tc.sample, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseFormat(t *testing.T) {
+	for _, n := range FormatNames() {
+		f, err := ParseFormat(n)
+		if err != nil || f.String() != n {
+			t.Errorf("ParseFormat(%q) = %v, %v", n, f, err)
+		}
+	}
+	if f, err := ParseFormat(""); err != nil || f != Auto {
+		t.Errorf(`ParseFormat("") = %v, %v; want auto`, f, err)
+	}
+	if _, err := ParseFormat("nginx"); err == nil {
+		t.Errorf(`ParseFormat("nginx") succeeded, want an error`)
+	}
+}
+
+// readAll reads every record of r, keeping copies of them.
+func readAll(t *testing.T, r io.Reader, f Format) ([]want, Counts, Format) {
+	t.Helper()
+	rd, err := NewReader(r, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []want
+	for rd.Next() {
+		out = append(out, got(rd.Record()))
+	}
+	if err := rd.Err(); err != nil {
+		t.Fatalf("Err() = %v", err)
+	}
+	return out, rd.Counts(), rd.Format()
+}
+
+func TestReaderCountsAndSkips(t *testing.T) {
+	good := parseCases[Combined][0].line
+	input := good + "\n\n   \nnot a log line\r\n" + good + "\r\n" + parseCases[Combined][4].line + "\n" + good // no final newline
+	recs, c, f := readAll(t, strings.NewReader(input), Auto)
+	if f != Combined {
+		t.Errorf("format = %v, want combined", f)
+	}
+	if want := (Counts{Lines: 5, Parsed: 3, Unparsed: 2}); c != want {
+		t.Errorf("Counts() = %+v, want %+v", c, want)
+	}
+	if len(recs) != 3 || recs[2].Client != "83.149.9.216" {
+		t.Errorf("records = %+v", recs)
+	}
+}
+
+func TestReaderLongLine(t *testing.T) {
+	good := parseCases[Common][0].line
+	long := strings.Repeat("x", MaxLineLength+10)
+	recs, c, _ := readAll(t, strings.NewReader(good+"\n"+long+"\n"+good+"\n"), Common)
+	if want := (Counts{Lines: 3, Parsed: 2, Unparsed: 1}); c != want || len(recs) != 2 {
+		t.Errorf("Counts() = %+v with %d records, want %+v with 2", c, len(recs), want)
+	}
+}
+
+func TestReaderGzip(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	for _, tc := range parseCases[Common][:3] {
+		io.WriteString(zw, tc.line+"\n")
+	}
+	zw.Close()
+	recs, c, f := readAll(t, &buf, Auto)
+	if f != Common || c.Parsed != 3 || len(recs) != 3 {
+		t.Errorf("gzip: format %v, counts %+v", f, c)
+	}
+	// A corrupt stream is an error, not a parse failure.
+	data := buf.Bytes()
+	_ = data
+	bad := append([]byte{0x1f, 0x8b}, []byte("not really gzip")...)
+	rd, err := NewReader(bytes.NewReader(bad), Auto)
+	if err == nil {
+		for rd.Next() {
+		}
+		err = rd.Err()
+	}
+	if err == nil {
+		t.Error("corrupt gzip: no error")
+	}
+}
+
+type errReader struct{ n int }
+
+func (e *errReader) Read(p []byte) (int, error) {
+	if e.n == 0 {
+		e.n++
+		return copy(p, parseCases[Common][0].line+"\n"), nil
+	}
+	return 0, errors.New("disk on fire")
+}
+
+func TestReaderError(t *testing.T) {
+	rd, err := NewReader(&errReader{}, Common)
+	if err == nil {
+		n := 0
+		for rd.Next() {
+			n++
+		}
+		err = rd.Err()
+	}
+	if err == nil || !strings.Contains(err.Error(), "disk on fire") {
+		t.Errorf("Err() = %v, want the read error", err)
+	}
+}
+
+// TestReadFiles reads each real excerpt and checks the counts against
+// ones computed here independently, line by line.
+func TestReadFiles(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		format   string
+		unparsed int64
+	}{
+		{"elastic_excerpt.log", "combined", 1},
+		{"elastic_apache_logs.log.gz", "combined", 1},
+		{"alb.log", "alb", 0},
+		{"waf.jsonl", "waf", 0},
+		{"floodgate.jsonl", "floodgate", 1},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			name := filepath.Join("testdata", tc.file)
+			lines := nonEmptyLines(t, name)
+			clients := map[string]int{}
+			files, err := ReadFiles([]string{name}, ReadOptions{}, func(r *Record) { clients[string(r.Client)]++ })
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := files[0]
+			want := Counts{Lines: int64(len(lines)), Parsed: int64(len(lines)) - tc.unparsed, Unparsed: tc.unparsed}
+			if f.Format != tc.format || f.Counts != want {
+				t.Errorf("ReadFiles(%s) = %s %+v, want %s %+v", tc.file, f.Format, f.Counts, tc.format, want)
+			}
+			// The clients, counted independently: by splitting text lines
+			// and decoding JSON with encoding/json. The reader's counts
+			// may miss only the unparsed lines.
+			indep := map[string]int{}
+			for _, l := range lines {
+				indep[clientOf(t, tc.format, l)]++
+			}
+			missing := int64(0)
+			for c, n := range indep {
+				if clients[c] > n {
+					t.Errorf("client %q: %d records, in %d lines", c, clients[c], n)
+				}
+				missing += int64(n - clients[c])
+			}
+			if len(clients) > len(indep) || missing != tc.unparsed {
+				t.Errorf("%d clients (%d independently), %d lines' clients missing, want %d", len(clients), len(indep), missing, tc.unparsed)
+			}
+		})
+	}
+}
+
+// clientOf finds a line's client without the package's parsers.
+func clientOf(t *testing.T, format, line string) string {
+	switch format {
+	case "combined", "common":
+		return strings.Fields(line)[0]
+	case "alb":
+		c := strings.Fields(line)[3]
+		return c[:strings.LastIndex(c, ":")]
+	case "waf":
+		var v struct {
+			HTTPRequest struct{ ClientIP string } `json:"httpRequest"`
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.HTTPRequest.ClientIP
+	}
+	var v struct {
+		Client  string `json:"client"`
+		KeyHash string `json:"key_hash"`
+	}
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Client != "" {
+		return v.Client
+	}
+	return v.KeyHash
+}
+
+// nonEmptyLines reads a (possibly gzipped) file's non-empty lines with
+// the standard library only.
+func nonEmptyLines(t *testing.T, name string) []string {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(name, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestReadFilesStdinAndMissing(t *testing.T) {
+	in := strings.NewReader(parseCases[Common][0].line + "\n")
+	n := 0
+	files, err := ReadFiles([]string{"-"}, ReadOptions{Stdin: in}, func(*Record) { n++ })
+	if err != nil || n != 1 || files[0].Name != "-" {
+		t.Errorf("ReadFiles(-) = %+v, %v with %d records", files, err, n)
+	}
+	if _, err := ReadFiles([]string{"testdata/does-not-exist.log"}, ReadOptions{}, func(*Record) {}); err == nil {
+		t.Error("missing file: no error")
+	}
+	var calls int
+	_, err = ReadFiles([]string{"testdata/elastic_excerpt.log"}, ReadOptions{Progress: func(done, total int64) {
+		calls++
+		if done != total || total == 0 {
+			t.Errorf("progress %d/%d at the end", done, total)
+		}
+	}}, func(*Record) {})
+	if err != nil || calls == 0 {
+		t.Errorf("progress calls = %d, err %v", calls, err)
+	}
+}
+
+// TestNextDoesNotAllocate holds the readers' budget: reading a line costs
+// no allocation, in every format.
+func TestNextDoesNotAllocate(t *testing.T) {
+	for f, cases := range parseCases {
+		line := cases[0].line + "\n"
+		input := strings.Repeat(line, 3000)
+		rd, err := NewReader(strings.NewReader(input), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd.Next() // warm up: the scratch buffers grow once
+		if n := testing.AllocsPerRun(1000, func() {
+			if !rd.Next() {
+				t.Fatalf("%s: ran out of lines", f)
+			}
+		}); n != 0 {
+			t.Errorf("%s: Next allocs = %v, want 0", f, n)
+		}
+	}
+}
+
+func BenchmarkNext(b *testing.B) {
+	for _, f := range []Format{Common, Combined, ALB, WAF, Floodgate} {
+		line := parseCases[f][0].line + "\n"
+		input := []byte(strings.Repeat(line, 1000))
+		b.Run("format="+f.String(), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(line)))
+			r := bytes.NewReader(input)
+			rd, _ := NewReader(r, f)
+			for b.Loop() {
+				if !rd.Next() {
+					r.Reset(input)
+					rd, _ = NewReader(r, f)
+					rd.Next()
+				}
+			}
+		})
+	}
+}
+
+// fuzzParse checks what every parser must hold on any input: no panic,
+// and a parsed record's fields are parts of the line (or decoded from
+// it) with sane values.
+func fuzzParse(f *testing.F, format Format) {
+	for _, tc := range parseCases[format] {
+		f.Add(tc.line)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		var rec Record
+		var sc scratch
+		var tc timeCache
+		if !parse(format, &rec, []byte(line), &sc, &tc) {
+			return
+		}
+		if rec.Status < 0 || rec.Status > 999 {
+			t.Errorf("Status = %d", rec.Status)
+		}
+		if rec.Bytes < -1 {
+			t.Errorf("Bytes = %d", rec.Bytes)
+		}
+		if rec.Duration < 0 {
+			t.Errorf("Duration = %v", rec.Duration)
+		}
+		if format != WAF && format != Floodgate {
+			for _, b := range [][]byte{rec.Client, rec.Method, rec.Target, rec.Host, rec.UserAgent} {
+				if !strings.Contains(line, string(b)) {
+					t.Errorf("field %q is not in the line", b)
+				}
+			}
+			if len(rec.Client) == 0 {
+				t.Error("empty client")
+			}
+		}
+		// Parsing the same line again gives the same record.
+		first := got(&rec)
+		var rec2 Record
+		var sc2 scratch
+		parse(format, &rec2, []byte(line), &sc2, &tc)
+		if diff := cmp.Diff(got(&rec2), first); diff != "" {
+			t.Errorf("second parse differs (-second +first):\n%s", diff)
+		}
+	})
+}
+
+func FuzzCommon(f *testing.F)    { fuzzParse(f, Common) }
+func FuzzCombined(f *testing.F)  { fuzzParse(f, Combined) }
+func FuzzALB(f *testing.F)       { fuzzParse(f, ALB) }
+func FuzzWAF(f *testing.F)       { fuzzParse(f, WAF) }
+func FuzzFloodgate(f *testing.F) { fuzzParse(f, Floodgate) }
+
+// FuzzReader feeds whole inputs, detection included: never a panic, and
+// the counts add up.
+func FuzzReader(f *testing.F) {
+	for _, cases := range parseCases {
+		f.Add(cases[0].line + "\n" + cases[len(cases)-1].line + "\n")
+	}
+	f.Fuzz(func(t *testing.T, input string) {
+		rd, err := NewReader(strings.NewReader(input), Auto)
+		if err != nil {
+			return // a gzip header that is not one
+		}
+		n := int64(0)
+		for rd.Next() {
+			n++
+		}
+		c := rd.Counts()
+		if c.Parsed != n || c.Lines != c.Parsed+c.Unparsed {
+			t.Errorf("Counts() = %+v after %d records", c, n)
+		}
+	})
+}

@@ -1,0 +1,348 @@
+package replay
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/ratelimit"
+)
+
+const elastic = "../testdata/elastic_apache_logs.log.gz"
+
+// elasticRequests reads the real Elastic log with the standard library
+// only: client and time of every complete line (the truncated one left
+// out, as the reader leaves it out).
+func elasticRequests(t *testing.T) (clients []string, times []time.Time) {
+	t.Helper()
+	fh, err := os.Open(elastic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasSuffix(line, `"`) {
+			continue
+		}
+		at, err := time.Parse("02/Jan/2006:15:04:05 -0700", line[strings.IndexByte(line, '[')+1:strings.IndexByte(line, ']')])
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		clients = append(clients, strings.Fields(line)[0])
+		times = append(times, at)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return clients, times
+}
+
+func replayFiles(t *testing.T, o Options, files ...string) *Result {
+	t.Helper()
+	r := New(o)
+	ctx := context.Background()
+	read, err := logs.ReadFiles(files, logs.ReadOptions{}, func(rec *logs.Record) { r.Add(ctx, rec) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := r.Result()
+	c := logs.Total(read)
+	res.Lines, res.Parsed, res.Unparsed, res.Files = c.Lines, c.Parsed, c.Unparsed, read
+	return res
+}
+
+// TestFixedWindowArithmetic is the issue's acceptance test: with
+// fixed_window, replay's would-blocks are exactly the sum over clients and
+// aligned windows of max(0, count − limit), on the real Elastic log.
+func TestFixedWindowArithmetic(t *testing.T) {
+	clients, times := elasticRequests(t)
+	limits := []string{"5/1m", "20/1m", "40/5m", "100/1h", "300/1d"}
+	set, err := AdHocRules(limits, "fixed_window")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := replayFiles(t, Options{Rules: set, LogOnly: true}, elastic)
+	if res.Lines != 10000 || res.Parsed != 9999 || res.Unparsed != 1 || res.Requests != int64(len(clients)) {
+		t.Fatalf("lines %d parsed %d unparsed %d requests %d; want 10000, 9999, 1, %d", res.Lines, res.Parsed, res.Unparsed, res.Requests, len(clients))
+	}
+	for i, s := range limits {
+		l, _ := ratelimit.ParseLimit(s)
+		counts := map[string]int64{} // client and aligned window
+		for j, c := range clients {
+			counts[fmt.Sprint(c, " ", times[j].UnixNano()/int64(l.Window))]++
+		}
+		var want int64
+		over := map[string]bool{}
+		for k, n := range counts {
+			if n > l.Count {
+				want += n - l.Count
+				over[strings.Fields(k)[0]] = true
+			}
+		}
+		got := res.Rules[i]
+		if got.Name != AdHocName(l) || got.Limit != s || got.Algorithm != "fixed_window" {
+			t.Errorf("rule %d = %s %s %s, want %s %s fixed_window", i, got.Name, got.Limit, got.Algorithm, AdHocName(l), s)
+		}
+		if got.Matched != int64(len(clients)) || got.WouldBlockRequests != want || got.WouldBlockClients != len(over) {
+			t.Errorf("%s: matched %d, would block %d requests from %d clients; want %d, %d, %d",
+				s, got.Matched, got.WouldBlockRequests, got.WouldBlockClients, len(clients), want, len(over))
+		}
+		var sum int64
+		for _, h := range got.Timeline {
+			sum += h.WouldBlockRequests
+		}
+		if sum != got.WouldBlockRequests {
+			t.Errorf("%s: timeline adds up to %d, total %d", s, sum, got.WouldBlockRequests)
+		}
+	}
+}
+
+// compile compiles a configuration for replay.
+func compile(t *testing.T, yaml string) (*rules.Set, *config.Config) {
+	t.Helper()
+	f, err := config.Parse("t.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	if ps := f.Validate(); len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	set, ps := rules.Compile(f)
+	if len(ps) > 0 {
+		t.Fatal(ps)
+	}
+	return set, &f.Config
+}
+
+// record makes a request record.
+func record(client, method, target, ua string, at time.Time) *logs.Record {
+	return &logs.Record{Client: []byte(client), Method: []byte(method), Target: []byte(target), UserAgent: []byte(ua),
+		HasUserAgent: true, Time: at.UnixNano(), Status: 200, Bytes: 10}
+}
+
+var t0 = time.Date(2026, 9, 22, 10, 0, 0, 0, time.UTC)
+
+const (
+	browserUA = "Mozilla/5.0 (X11; Linux x86_64; rv:120.0) Gecko/20100101 Firefox/120.0"
+	botUA     = "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)"
+)
+
+const mavedb = `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+routes: [{name: api, path: /api/, upstream: api}, {name: api-all, path: "/api/{rest...}", upstream: api}]
+rules:
+  - name: shadow-requests
+    action: count
+    limits: [3/1m]
+    candidates: [5/1m]
+  - name: block-ai-crawlers-on-csv
+    when: "request.path.matches('/(scores|counts)/?$') && request.user_agent.matches('GPTBot')"
+    action: deny
+  - name: rate-limit-ip
+    limits: [4/5m]
+  - name: after
+    action: count
+    limits: [100/1m]
+`
+
+func TestModes(t *testing.T) {
+	set, c := compile(t, mavedb)
+	var recs []*logs.Record
+	for i := range 6 { // a browser: 6 requests in one minute
+		recs = append(recs, record("192.0.2.1", "GET", "/api/x", browserUA, t0.Add(time.Duration(i)*time.Second)))
+	}
+	for i := range 2 { // a crawler on a CSV endpoint
+		recs = append(recs, record("192.0.2.9", "GET", "/api/score-sets/x/scores", botUA, t0.Add(time.Duration(i)*time.Second)))
+	}
+	recs = append(recs, record("192.0.2.3", "GET", "/elsewhere", browserUA, t0)) // no route
+	run := func(logOnly bool) *Result {
+		r := New(Options{Rules: set, Routes: Routes(c), LogOnly: logOnly})
+		for _, rec := range recs {
+			r.Add(context.Background(), rec)
+		}
+		return r.Result()
+	}
+	type row struct {
+		matched, wouldBlock int64
+		clients, browsers   int
+	}
+	for _, tc := range []struct {
+		logOnly bool
+		want    map[string]row
+	}{
+		// Log-only: every rule sees everything it matches.
+		{true, map[string]row{
+			"shadow-requests":          {8, 3, 1, 1},
+			"block-ai-crawlers-on-csv": {2, 2, 1, 0},
+			"rate-limit-ip":            {8, 2, 1, 1},
+			"after":                    {8, 0, 0, 0},
+		}},
+		// Enforce: denied and blocked requests stop there.
+		{false, map[string]row{
+			"shadow-requests":          {8, 3, 1, 1},
+			"block-ai-crawlers-on-csv": {2, 2, 1, 0},
+			"rate-limit-ip":            {6, 2, 1, 1},
+			"after":                    {4, 0, 0, 0},
+		}},
+	} {
+		res := run(tc.logOnly)
+		if res.Unrouted != 1 || res.Requests != 9 {
+			t.Errorf("log-only %v: unrouted %d of %d, want 1 of 9", tc.logOnly, res.Unrouted, res.Requests)
+		}
+		for _, r := range res.Rules {
+			got := row{r.Matched, r.WouldBlockRequests, r.WouldBlockClients, r.WouldBlockBrowserClients}
+			if got != tc.want[r.Name] {
+				t.Errorf("log-only %v: %s = %+v, want %+v", tc.logOnly, r.Name, got, tc.want[r.Name])
+			}
+		}
+		// The candidate 5/1m next to shadow-requests' 3/1m: the browser's
+		// 6th request only.
+		if cs := res.Rules[0].Candidates; len(cs) != 1 || cs[0].Limit != "5/1m" || cs[0].WouldBlockRequests != 1 || cs[0].WouldBlockBrowserClients != 1 {
+			t.Errorf("log-only %v: candidates = %+v", tc.logOnly, cs)
+		}
+	}
+}
+
+// TestNonIPClients: clients given by host name or hash each have their own
+// counter under an "ip" key, and conditions see no client.ip.
+func TestNonIPClients(t *testing.T) {
+	set, _ := compile(t, `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+rules:
+  - {name: per-client, action: count, limits: [2/1m]}
+  - {name: sees-ip, action: count, when: "client.ip != ''", limits: [1000/1m]}
+`)
+	r := New(Options{Rules: set})
+	for _, c := range []string{"a.example.net", "b.example.net", "3f2a9c0d1e4b5a6f"} {
+		for i := range 3 {
+			r.Add(context.Background(), record(c, "GET", "/", browserUA, t0.Add(time.Duration(i)*time.Second)))
+		}
+	}
+	res := r.Result()
+	if got := res.Rules[0]; got.WouldBlockRequests != 3 || got.WouldBlockClients != 3 {
+		t.Errorf("per-client: %d would-blocks from %d clients, want 3 from 3 (one each)", got.WouldBlockRequests, got.WouldBlockClients)
+	}
+	if got := res.Rules[1].Matched; got != 0 {
+		t.Errorf("sees-ip matched %d, want 0: host names have no client.ip", got)
+	}
+}
+
+// TestRequestModel: the path is decoded and cleaned as the gateway does,
+// the query, host and User-Agent reach the conditions.
+func TestRequestModel(t *testing.T) {
+	set, _ := compile(t, `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+rules:
+  - {name: path, action: count, when: "request.path == '/a b/c/'", limits: [1000/1m]}
+  - {name: query, action: count, when: "'page' in request.query && request.query['page'] == '2'", limits: [1000/1m]}
+  - {name: host, action: count, when: "request.host == 'api.example.com'", limits: [1000/1m]}
+  - {name: ua, action: count, when: "request.user_agent.contains('Firefox')", limits: [1000/1m]}
+  - {name: method, action: count, when: "request.method == 'POST'", limits: [1000/1m]}
+`)
+	r := New(Options{Rules: set})
+	rec := record("192.0.2.1", "POST", "/a%20b//x/../c/?page=2", browserUA, t0)
+	rec.Host = []byte("api.example.com")
+	r.Add(context.Background(), rec)
+	for _, rule := range r.Result().Rules {
+		if rule.Matched != 1 {
+			t.Errorf("rule %s matched %d, want 1", rule.Name, rule.Matched)
+		}
+	}
+}
+
+func TestCleanPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "/", "a": "/a", "/": "/", "//a///b": "/a/b", "/a/./b/../c/": "/a/c/", "/..": "/", "/.well-known/x": "/.well-known/x",
+	} {
+		if got := CleanPath(in); got != want {
+			t.Errorf("CleanPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestAdHocRules(t *testing.T) {
+	set, err := AdHocRules([]string{"100/5m", "60/1m"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Rules) != 2 || set.Rules[0].Name != "limit-100-per-5m" || set.Rules[1].Name != "limit-60-per-1m" ||
+		set.Rules[0].Action != rules.Count || set.Rules[0].Limits[0].Algorithm != ratelimit.SlidingWindow {
+		t.Errorf("rules = %+v", set.Rules)
+	}
+	for _, bad := range [][]string{{"100"}, {"0/1m"}, {"100/5m", "100/5m"}, {"1/1x"}} {
+		if _, err := AdHocRules(bad, ""); err == nil {
+			t.Errorf("AdHocRules(%q) succeeded", bad)
+		}
+	}
+	if _, err := AdHocRules([]string{"1/1m"}, "leaky"); err == nil {
+		t.Error("unknown algorithm accepted")
+	}
+	a, _ := AdHocRules([]string{"1/1m"}, "")
+	if _, err := Merge(a, a); err == nil {
+		t.Error("Merge of two rules with one name succeeded")
+	}
+}
+
+// TestResultShape checks the JSON names the issue fixes.
+func TestResultShape(t *testing.T) {
+	set, _ := AdHocRules([]string{"100/5m"}, "")
+	res := replayFiles(t, Options{Rules: set, LogOnly: true}, "../testdata/elastic_excerpt.log")
+	data, _ := json.Marshal(res)
+	var v map[string]any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"lines", "parsed", "unparsed", "rules"} {
+		if _, ok := v[k]; !ok {
+			t.Errorf("result lacks %q", k)
+		}
+	}
+	rule := v["rules"].([]any)[0].(map[string]any)
+	for _, k := range []string{"name", "limit", "matched", "would_block_requests", "would_block_clients", "would_block_browser_clients", "timeline"} {
+		if _, ok := rule[k]; !ok {
+			t.Errorf("rules[0] lacks %q", k)
+		}
+	}
+	if rule["limit"] != "100/5m" {
+		t.Errorf("limit = %v, want 100/5m", rule["limit"])
+	}
+	// The busiest client, 108 requests in one minute, is over 100/5m.
+	if rule["would_block_requests"].(float64) != 8 {
+		t.Errorf("would_block_requests = %v, want 8", rule["would_block_requests"])
+	}
+}
+
+func BenchmarkReplay(b *testing.B) {
+	set, _ := AdHocRules([]string{"100/5m", "20/1m"}, "")
+	r := New(Options{Rules: set, LogOnly: true})
+	recs := make([]*logs.Record, 100)
+	for i := range recs {
+		recs[i] = record(fmt.Sprintf("192.0.2.%d", i), "GET", "/api/x?y=1", browserUA, t0)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		rec := recs[i%len(recs)]
+		rec.Time = t0.Add(time.Duration(i) * time.Millisecond).UnixNano()
+		r.Add(ctx, rec)
+		i++
+	}
+}

@@ -1,0 +1,320 @@
+package telemetry
+
+import (
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+	"weak"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/floodgate/floodgate/internal/rules"
+)
+
+// The Ring's shape: RingBuckets buckets of RingBucket each, RingWindow in
+// all.
+const (
+	RingBucket  = 10 * time.Second
+	RingBuckets = 360
+	RingWindow  = RingBucket * RingBuckets // one hour
+)
+
+// DefaultRingRules is how many rules a Ring keeps history for unless
+// RingOptions.MaxRules says otherwise.
+const DefaultRingRules = 256
+
+// ringOutcomes is the number of rules.Outcome values (allowed, blocked,
+// would_block, denied).
+const ringOutcomes = int(rules.Denied) + 1
+
+// RingOptions configures NewRing.
+type RingOptions struct {
+	// Now is the clock; nil means time.Now. Buckets are counted from the
+	// clock's reading at NewRing, by elapsed time (monotonic when the clock
+	// is time.Now), so a step of the wall clock does not empty the ring.
+	Now func() time.Time
+	// MaxRules bounds the rules the ring keeps a history for; 0 means
+	// DefaultRingRules. Each costs RingBuckets×4×8 bytes (11.25 KiB).
+	MaxRules int
+}
+
+// A Ring keeps the last hour of rule decisions in memory, for the admin
+// dashboard: per rule name and decision (allowed, blocked, would_block,
+// denied), counts in RingBuckets buckets of RingBucket each. Recording is
+// an atomic add into the current bucket (RingRules.Add); the bucket that
+// falls out of the window is zeroed when the clock first moves into a new
+// bucket, under a lock taken once per bucket. Memory is fixed: MaxRules
+// rows of RingBuckets×4 counters, allocated when a rule is first seen.
+//
+// The ring is keyed by rule name, not by rule set, so a reload that keeps a
+// rule keeps its history. A rule removed by a reload keeps its row (and its
+// history, until it ages out) while there is room; when a reload brings
+// more rules than MaxRules, the rows of rules no longer configured are
+// reused first, least recently configured first, and the rules that still
+// find no row are listed in History.Untracked.
+//
+// Counts are approximate only at a bucket boundary: a decision whose clock
+// reading precedes a rotation by a few nanoseconds may land in the
+// neighbouring bucket. A Ring is safe for concurrent use.
+type Ring struct {
+	now   func() time.Time
+	start time.Time
+	max   int
+	epoch atomic.Int64 // number of the newest bucket, counted from start
+
+	mu        sync.Mutex // guards rows, gen and untracked; serialises rotation
+	rows      map[string]*ringRow
+	gen       int64    // ForRules calls so far
+	untracked []string // rules of the last ForRules without a row
+}
+
+type ringRow struct {
+	name   string
+	counts [RingBuckets][ringOutcomes]atomic.Uint64
+	used   int64 // the last ForRules generation that included this rule
+}
+
+// NewRing returns an empty ring whose first bucket starts now.
+func NewRing(o RingOptions) *Ring {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.MaxRules <= 0 {
+		o.MaxRules = DefaultRingRules
+	}
+	return &Ring{now: o.Now, start: o.Now(), max: o.MaxRules, rows: map[string]*ringRow{}}
+}
+
+// bucketOf returns the number of the bucket that holds t.
+func (r *Ring) bucketOf(t time.Time) int64 {
+	d := t.Sub(r.start)
+	b := int64(d / RingBucket)
+	if d < 0 && d%RingBucket != 0 {
+		b-- // floor, for instants before start
+	}
+	return b
+}
+
+func slot(b int64) int {
+	s := b % RingBuckets
+	if s < 0 {
+		s += RingBuckets
+	}
+	return int(s)
+}
+
+// advance makes b the newest bucket, zeroing the buckets it reuses.
+func (r *Ring) advance(b int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.epoch.Load()
+	if b <= cur {
+		return
+	}
+	from := cur + 1
+	if b-cur > RingBuckets {
+		from = b - RingBuckets + 1
+	}
+	for i := from; i <= b; i++ {
+		s := slot(i)
+		for _, row := range r.rows {
+			for o := range row.counts[s] {
+				row.counts[s][o].Store(0)
+			}
+		}
+	}
+	// Only now may adders see b: nothing they add to its bucket is zeroed.
+	r.epoch.Store(b)
+}
+
+// RingRules records one rule set's decisions into a Ring. It is made by
+// Ring.ForRules; the nil *RingRules records nothing. It is safe for
+// concurrent use.
+type RingRules struct {
+	ring *Ring
+	rows []*ringRow // by rule index; nil for a rule without a row
+}
+
+// ForRules returns the recorder for a rule set whose rule i is names[i].
+// Rules keep the rows (and history) they had under the same name.
+func (r *Ring) ForRules(names []string) *RingRules {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen++
+	rr := &RingRules{ring: r, rows: make([]*ringRow, len(names))}
+	for i, n := range names {
+		if row := r.rows[n]; row != nil {
+			row.used = r.gen
+			rr.rows[i] = row
+		}
+	}
+	r.untracked = nil
+	for i, n := range names {
+		if rr.rows[i] != nil {
+			continue
+		}
+		if len(r.rows) >= r.max && !r.evictLocked() {
+			r.untracked = append(r.untracked, n)
+			continue
+		}
+		row := &ringRow{name: n, used: r.gen}
+		r.rows[n] = row
+		rr.rows[i] = row
+	}
+	return rr
+}
+
+// evictLocked drops the row of the least recently configured rule that is
+// not in the current generation, and reports whether there was one. Its
+// RingRules (an old rule set still finishing requests) keep writing into
+// the dropped row, which nothing reads any more.
+func (r *Ring) evictLocked() bool {
+	var victim *ringRow
+	for _, row := range r.rows {
+		if row.used < r.gen && (victim == nil || row.used < victim.used || row.used == victim.used && row.name < victim.name) {
+			victim = row
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	delete(r.rows, victim.name)
+	return true
+}
+
+// forSet is ForRules for a compiled rule set.
+func (r *Ring) forSet(set *rules.Set) *RingRules {
+	if r == nil || set == nil {
+		return nil
+	}
+	names := make([]string, len(set.Rules))
+	for i, rule := range set.Rules {
+		names[i] = rule.Name
+	}
+	return r.ForRules(names)
+}
+
+// Add records that rule i decided o, now. It does not allocate.
+func (rr *RingRules) Add(i int, o rules.Outcome) {
+	if rr == nil {
+		return
+	}
+	rr.AddAt(rr.ring.now(), i, o)
+}
+
+// AddAt records that rule i decided o at t. A t older than the ring's
+// window is ignored; a t newer than its newest bucket rotates the ring.
+func (rr *RingRules) AddAt(t time.Time, i int, o rules.Outcome) {
+	if rr == nil || i < 0 || i >= len(rr.rows) || int(o) >= ringOutcomes {
+		return
+	}
+	row := rr.rows[i]
+	if row == nil {
+		return
+	}
+	r := rr.ring
+	b := r.bucketOf(t)
+	if cur := r.epoch.Load(); b > cur {
+		r.advance(b)
+	} else if b <= cur-RingBuckets {
+		return
+	}
+	row.counts[slot(b)][o].Add(1)
+}
+
+// History is a copy of a Ring's contents.
+type History struct {
+	// End is the end of the newest bucket; bucket j of a RuleHistory
+	// covers [End-(RingBuckets-j)×Bucket, End-(RingBuckets-j-1)×Bucket).
+	End time.Time
+	// Bucket is the width of a bucket (RingBucket).
+	Bucket time.Duration
+	// Rules holds every rule with a row, sorted by name.
+	Rules []RuleHistory
+	// Untracked names the rules of the newest rule set that have no row
+	// because MaxRules rules already have one.
+	Untracked []string
+}
+
+// RuleHistory is one rule's decisions over the ring's window.
+type RuleHistory struct {
+	Rule string
+	// Buckets has RingBuckets entries, oldest first; each is indexed by
+	// rules.Outcome.
+	Buckets [][4]uint64
+	// Total sums Buckets, by rules.Outcome.
+	Total [4]uint64
+}
+
+// Snapshot is SnapshotAt(now).
+func (r *Ring) Snapshot() History { return r.SnapshotAt(r.now()) }
+
+// SnapshotAt returns the ring's contents as of t: the RingBuckets buckets
+// ending with the one that holds t (or the newest, if t is older).
+func (r *Ring) SnapshotAt(t time.Time) History {
+	if r == nil {
+		return History{Bucket: RingBucket}
+	}
+	if b := r.bucketOf(t); b > r.epoch.Load() {
+		r.advance(b)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.epoch.Load()
+	h := History{
+		End:       r.start.Add(time.Duration(cur+1) * RingBucket),
+		Bucket:    RingBucket,
+		Rules:     make([]RuleHistory, 0, len(r.rows)),
+		Untracked: append([]string(nil), r.untracked...),
+	}
+	for _, row := range r.rows {
+		rh := RuleHistory{Rule: row.name, Buckets: make([][4]uint64, RingBuckets)}
+		for j := range RingBuckets {
+			s := slot(cur - RingBuckets + 1 + int64(j))
+			for o := range ringOutcomes {
+				n := row.counts[s][o].Load()
+				rh.Buckets[j][o] = n
+				rh.Total[o] += n
+			}
+		}
+		h.Rules = append(h.Rules, rh)
+	}
+	sort.Slice(h.Rules, func(i, j int) bool { return h.Rules[i].Rule < h.Rules[j].Rule })
+	return h
+}
+
+// Ring returns the ring of recent rule decisions that m's rule sets record
+// into. It lives as long as m, across reloads.
+func (m *Metrics) Ring() *Ring { return m.ring }
+
+// rings finds the Ring of a Metrics from its Registry, for the admin
+// dashboard, which is handed the registry as a prometheus.Gatherer. The
+// registry is held weakly: the entry goes when the registry does.
+var rings sync.Map // weak.Pointer[prometheus.Registry] → *Ring
+
+// newRegistryRing returns a new Ring that RingOf finds from reg.
+func newRegistryRing(reg *prometheus.Registry) *Ring {
+	r := NewRing(RingOptions{})
+	k := weak.Make(reg)
+	rings.Store(k, r)
+	runtime.AddCleanup(reg, func(k weak.Pointer[prometheus.Registry]) { rings.Delete(k) }, k)
+	return r
+}
+
+// RingOf returns the Ring of the Metrics whose Registry is g, or nil when
+// g is not such a registry.
+func RingOf(g prometheus.Gatherer) *Ring {
+	reg, ok := g.(*prometheus.Registry)
+	if !ok || reg == nil {
+		return nil
+	}
+	if r, ok := rings.Load(weak.Make(reg)); ok {
+		return r.(*Ring)
+	}
+	return nil
+}
