@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/internal/uaclass"
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
@@ -78,6 +79,7 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 		slog.String("route", req.Route),
 		slog.String("method", req.HTTP.Method),
 		slog.String("path", req.Path),
+		slog.String("ua_class", uaclass.Classify(req.HTTP.Header.Get("User-Agent")).String()),
 	)
 	if key != nil {
 		attrs = append(attrs,
