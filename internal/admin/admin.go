@@ -74,6 +74,8 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("GET /admin/mode", a.auth(a.getMode))
 	mux.HandleFunc("PUT /admin/mode", a.auth(a.putMode))
 	mux.HandleFunc("POST /admin/explain", a.auth(a.explain))
+	mux.HandleFunc("GET /admin/{$}", a.auth(newDashboard(o).ServeHTTP)) // dashboard.go
+	mux.Handle("GET /admin", http.RedirectHandler("/admin/", http.StatusMovedPermanently))
 	return mux
 }
 

@@ -26,8 +26,10 @@ func init() {
 // limitFlags collects repeated --limit flags.
 type limitFlags []string
 
+// String implements flag.Value.
 func (l *limitFlags) String() string { return strings.Join(*l, ",") }
 
+// Set implements flag.Value: each --limit adds one.
 func (l *limitFlags) Set(s string) error {
 	*l = append(*l, s)
 	return nil

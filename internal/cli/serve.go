@@ -65,7 +65,14 @@ func runServe(ctx context.Context, env environ, args []string) error {
 		return err
 	}
 	defer closer.Close()
-	srv, problems := gateway.NewServer(f, data, gateway.Options{Store: store, Metrics: metrics, Logger: logger})
+	opts := gateway.Options{Store: store, Metrics: metrics, Logger: logger}
+	switch c.Log.Access {
+	case "stdout":
+		opts.AccessLog = telemetry.NewAccessLog(env.stdout)
+	case "stderr":
+		opts.AccessLog = telemetry.NewAccessLog(env.stderr)
+	}
+	srv, problems := gateway.NewServer(f, data, opts)
 	if len(problems) > 0 {
 		fmt.Fprintln(env.stderr, dedupe(problems).Error())
 		return errReported

@@ -261,6 +261,9 @@ type Log struct {
 	// Decisions is "limited" (default: blocks, would-blocks and denials),
 	// "all" or "none".
 	Decisions string `yaml:"decisions" json:"decisions,omitempty"`
+	// Access writes one JSON line per request (docs/tuning.md): "none"
+	// (default), "stdout" or "stderr". floodgate replay and baseline read it.
+	Access string `yaml:"access" json:"access,omitempty"`
 }
 
 // StringList is a list of strings that YAML may also give as one

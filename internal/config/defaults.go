@@ -89,6 +89,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Responses.RateLimitHeaders, RateLimitHeadersAlways)
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.Log.Decisions, LogDecisionsLimited)
+	setDefault(&c.Log.Access, "none")
 }
 
 func setDefault[T comparable](p *T, v T) {

@@ -118,6 +118,7 @@ func (v *validator) top() {
 	}
 	v.oneOf("log.level", "log level", v.c.Log.Level, logLevels)
 	v.oneOf("log.decisions", "log.decisions value", v.c.Log.Decisions, logDecisions)
+	v.oneOf("log.access", "log.access value", v.c.Log.Access, []string{"none", "stdout", "stderr"})
 }
 
 func (v *validator) clientIP() {

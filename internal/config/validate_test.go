@@ -39,7 +39,7 @@ func TestApplyDefaults(t *testing.T) {
 			{Name: "keyed", When: "true", Action: "block", Key: []string{"session"}, Algorithm: "gcra", Limits: []string{"1/s"}},
 		},
 		Responses: Responses{RateLimitHeaders: "always"},
-		Log:       Log{Level: "info", Decisions: "limited"},
+		Log:       Log{Level: "info", Decisions: "limited", Access: "none"},
 	}
 	if diff := cmp.Diff(c, want); diff != "" {
 		t.Errorf("ApplyDefaults (-got +want):\n%s", diff)

@@ -46,6 +46,8 @@ type Options struct {
 	// Now is the clock that measures upstream time (latency metrics and
 	// upstream_seconds costs). Nil: time.Now.
 	Now func() time.Time
+	// AccessLog, if set, receives one record per request (log.access).
+	AccessLog *telemetry.AccessLog
 }
 
 // Gateway is the public listener's http.Handler for one configuration. It
@@ -62,6 +64,7 @@ type Gateway struct {
 	metrics  *telemetry.Metrics
 	hasher   *telemetry.KeyHasher
 	now      func() time.Time
+	access   *telemetry.AccessLog
 	file     *config.File
 	upstream []*proxy.Upstream
 	routeSet []routeSettings // by route index
@@ -224,6 +227,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		LogOnly:  logOnly,
 		Obs:      telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher),
 	}
+	g.access = o.AccessLog
 	g.now = o.Now
 	if g.now == nil {
 		g.now = time.Now
@@ -314,6 +318,10 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	ctx := r.Context()
 	v := g.engine.Evaluate(ctx, req)
+	if g.access != nil {
+		arrived := g.now()
+		defer func() { g.logAccess(arrived, r, req, sw, v) }()
+	}
 	var fwd time.Duration
 	forwarded := false
 	defer func() {
@@ -379,6 +387,22 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rm.Upstream(sw.headerAt.Sub(sw.start))
 	}
 	rm.Request(sw.statusOr200())
+}
+
+// logAccess writes the request's access-log record.
+func (g *Gateway) logAccess(arrived time.Time, r *http.Request, req *rules.Request, sw *statusWriter, v rules.Verdict) {
+	rec := telemetry.AccessRecord{
+		Time: arrived, Method: r.Method, Path: req.Path, Route: req.Route, Status: sw.statusOr200(),
+		Duration: g.now().Sub(arrived), UserAgent: r.Header.Get("User-Agent"), Bytes: sw.bytes,
+		WouldBlock: req.WouldBlock,
+	}
+	if req.ClientPrefix.IsValid() {
+		rec.Client = g.hasher.Hash(req.ClientPrefix.AppendTo(nil))
+	}
+	if v.Rule != nil {
+		rec.BlockedBy = v.Rule.Name
+	}
+	g.access.Write(rec)
 }
 
 // defaultCapacityRetry is the Retry-After of a rule's concurrency-cap 503

@@ -415,3 +415,55 @@ func TestMetricsDocumented(t *testing.T) {
 		t.Errorf("only %d floodgate metrics exported: %v", len(seen), seen)
 	}
 }
+
+// TestAccessLog: one JSON line per request, naming the rule that answered
+// and those that would have, with no client address.
+func TestAccessLog(t *testing.T) {
+	var buf syncBuffer
+	up := newUpstream(t)
+	f, err := config.Load(mavedb, "", func(k string) (string, bool) {
+		v, ok := map[string]string{"FLOODGATE_UPSTREAM": up.URL, "FLOODGATE_TRUSTED_PROXIES": "127.0.0.0/8"}[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	m := telemetry.NewMetrics("test")
+	c := newClock()
+	g, problems := gateway.New(f, gateway.Options{
+		Store: gateway.NewMemoryStore(0, c.Now, m), Metrics: m, Logger: telemetry.NewLogger(io.Discard, "info"),
+		AccessLog: telemetry.NewAccessLog(&buf), Now: c.Now,
+	})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	ts := httptest.NewServer(g)
+	defer ts.Close()
+	for i := range 302 {
+		req, _ := http.NewRequest("GET", ts.URL+listPath, nil)
+		req.Header.Set("X-Forwarded-For", clientA)
+		if i == 301 {
+			req.URL.Path = csvPath
+			req.Header.Set("User-Agent", "GPTBot/1.2")
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 302 {
+		t.Fatalf("%d access records, want 302", len(lines))
+	}
+	if strings.Contains(buf.String(), clientA) {
+		t.Error("the access log holds the client address")
+	}
+	if !strings.Contains(lines[300], `"would_block":["shadow-requests"]`) {
+		t.Errorf("record 301 lacks the shadow rule's would-block: %s", lines[300])
+	}
+	if !strings.Contains(lines[301], `"status":403`) || !strings.Contains(lines[301], `"blocked_by":"block-ai-crawlers-on-csv"`) || !strings.Contains(lines[301], `"ua_class":"crawler"`) {
+		t.Errorf("the crawler's record: %s", lines[301])
+	}
+}

@@ -15,10 +15,9 @@ type File struct {
 	Format string `json:"format"`
 	Counts
 	// FirstUnparsedLine is the number of the first line that did not
-	// parse (among non-empty lines), 0 if all did; FirstUnparsed is its
-	// start.
-	FirstUnparsedLine int64  `json:"first_unparsed_line,omitempty"`
-	FirstUnparsed     string `json:"-"`
+	// parse (among non-empty lines), 0 if all did. Its content is not
+	// kept: it may hold a client address.
+	FirstUnparsedLine int64 `json:"first_unparsed_line,omitempty"`
 }
 
 // ReadOptions configure ReadFiles.
@@ -99,9 +98,7 @@ func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total i
 	}
 	*done = base + cr.n
 	res.Counts = rd.Counts()
-	if n, l := rd.FirstUnparsed(); n > 0 {
-		res.FirstUnparsedLine, res.FirstUnparsed = n, string(l)
-	}
+	res.FirstUnparsedLine, _ = rd.FirstUnparsed()
 	if err := rd.Err(); err != nil {
 		return res, fmt.Errorf("read %s: %w", name, err)
 	}
@@ -113,6 +110,7 @@ type countingReader struct {
 	n int64
 }
 
+// Read reads from the underlying reader, counting the bytes.
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)

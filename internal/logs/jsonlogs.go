@@ -124,7 +124,7 @@ func parseWAFRequest(r *Record, v []byte, s *scratch) bool {
 // floodgate's own logs, JSON lines from log/slog and telemetry.AccessLog:
 //
 //	decision log: {"time","level","msg":"decision","rule","action","decision","route",
-//	               "method","path","key_type","key_hash","limit","remaining","retry_after_s"}
+//	               "method","path","ua_class","key_type","key_hash","limit","remaining","retry_after_s"}
 //	access log:   {"time","msg":"access","method","path","status","route","duration_ms",
 //	               "ua","ua_class","client","bytes","blocked_by","would_block":[…]}
 //

@@ -64,9 +64,9 @@ const (
 // Counts are a Reader's line counts. Lines are non-empty lines; every one
 // is either Parsed or Unparsed.
 type Counts struct {
-	Lines    int64 `json:"lines"`
-	Parsed   int64 `json:"parsed"`
-	Unparsed int64 `json:"unparsed"`
+	Lines    int64 `json:"lines"`    // non-empty lines read
+	Parsed   int64 `json:"parsed"`   // lines that gave a record
+	Unparsed int64 `json:"unparsed"` // lines counted and skipped
 }
 
 // Add adds c2 to c.

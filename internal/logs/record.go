@@ -32,8 +32,9 @@ const (
 	// combined, ALB, WAF, floodgate's access log).
 	KindRequest Kind = iota
 	// KindDecision is one rule decision of floodgate's decision log. One
-	// request may have several, one per rule it matched; they carry no
-	// client address and no User-Agent, so baseline and replay skip them.
+	// request may have several, one per rule it matched; they carry the
+	// hash of the rule's counter key rather than of the client, and no
+	// User-Agent (only its class), so baseline and replay skip them.
 	KindDecision
 )
 
@@ -41,6 +42,7 @@ const (
 // buffers and are valid only until the next call to Reader.Next; copy what
 // must be kept. Fields the format does not have are empty (zero).
 type Record struct {
+	// Kind says whether the record is a request or a rule decision.
 	Kind Kind
 	// Time is when the request arrived (common, combined: when it was
 	// received; ALB: when the response was sent), in Unix nanoseconds.
@@ -62,13 +64,12 @@ type Record struct {
 	// Host is the requested host when the log has it (ALB, WAF), without
 	// port.
 	Host []byte
-	// UserAgent is the User-Agent; HasUserAgent reports that the format
-	// records one (an empty UserAgent with HasUserAgent means none was
-	// sent).
-	UserAgent    []byte
+	// UserAgent is the User-Agent, empty when none was sent.
+	UserAgent []byte
+	// HasUserAgent reports that the format records User-Agents.
 	HasUserAgent bool
 	// Class is the client class when the log records it (floodgate's
-	// access log); Unknown otherwise. See Reader.Class.
+	// logs: ua_class); Unknown otherwise.
 	Class uaclass.Class
 	// Status is the response status, 0 when unknown.
 	Status int
@@ -94,18 +95,6 @@ type Record struct {
 
 // At returns Time as a time.Time in UTC.
 func (r *Record) At() time.Time { return time.Unix(0, r.Time).UTC() }
-
-// Limited reports whether a rule refused the request or would have: it
-// was blocked or denied, would have been, or (in logs without rule names)
-// was answered with 429 Too Many Requests.
-func (r *Record) Limited() bool {
-	switch r.Kind {
-	case KindDecision:
-		d := string(r.Decision)
-		return d == "blocked" || d == "would_block" || d == "denied"
-	}
-	return len(r.BlockedBy) > 0 || len(r.WouldBlock) > 0 || r.Status == 429
-}
 
 func (r *Record) reset() {
 	wb := r.WouldBlock[:0]

@@ -334,6 +334,9 @@ func banLimit(r *Rule) ratelimit.Limit {
 }
 
 func (e *Engine) observe(req *Request, r *Rule, o Outcome, key []byte, d ratelimit.Decision, err error) {
+	if o == WouldBlock && err == nil {
+		req.WouldBlock = append(req.WouldBlock, r.Name)
+	}
 	if e.Obs != nil {
 		e.Obs.Observe(req, r, o, key, d, err)
 	}

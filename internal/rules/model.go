@@ -40,11 +40,15 @@ type Request struct {
 	banBuf   []byte
 	held     []heldSlot
 	deferred []deferredCharge
+	// WouldBlock lists the rules that would have refused the request
+	// without answering it (count rules over their limit, block and deny
+	// rules in log-only mode), for the access log.
+	WouldBlock []string
 }
 
 // Reset clears r for reuse.
 func (r *Request) Reset() {
-	*r = Request{keyBuf: r.keyBuf[:0], banBuf: r.banBuf[:0], held: r.held[:0], deferred: r.deferred[:0]}
+	*r = Request{keyBuf: r.keyBuf[:0], banBuf: r.banBuf[:0], held: r.held[:0], deferred: r.deferred[:0], WouldBlock: r.WouldBlock[:0]}
 }
 
 // variables is the request model: every CEL variable a condition or key

@@ -198,6 +198,7 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		candidates: make([][][2]prometheus.Counter, len(set.Rules)),
 		charged:    make([]prometheus.Counter, len(set.Rules)),
 		degraded:   make([][2]prometheus.Counter, len(set.Rules)),
+		recent:     m.ring.forSet(set),
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -34,6 +34,12 @@ type RingOptions struct {
 	// Now is the clock; nil means time.Now. Buckets are counted from the
 	// clock's reading at NewRing, by elapsed time (monotonic when the clock
 	// is time.Now), so a step of the wall clock does not empty the ring.
+	//
+	// With the default clock, RingRules.Add reads no clock at all (a clock
+	// read costs more than the add itself): a timer moves the current
+	// bucket at each bucket boundary, and stops once the Ring is garbage.
+	// With a clock of its own, Add reads it at every call and no timer
+	// runs, so tests step through fixed instants.
 	Now func() time.Time
 	// MaxRules bounds the rules the ring keeps a history for; 0 means
 	// DefaultRingRules. Each costs RingBuckets×4×8 bytes (11.25 KiB).
@@ -43,8 +49,9 @@ type RingOptions struct {
 // A Ring keeps the last hour of rule decisions in memory, for the admin
 // dashboard: per rule name and decision (allowed, blocked, would_block,
 // denied), counts in RingBuckets buckets of RingBucket each. Recording is
-// an atomic add into the current bucket (RingRules.Add); the bucket that
-// falls out of the window is zeroed when the clock first moves into a new
+// an atomic add into the current bucket (RingRules.Add: no lock, no
+// allocation, and with the default clock no clock read); the bucket that
+// falls out of the window is zeroed when the clock moves into a new
 // bucket, under a lock taken once per bucket. Memory is fixed: MaxRules
 // rows of RingBuckets×4 counters, allocated when a rule is first seen.
 //
@@ -55,14 +62,17 @@ type RingOptions struct {
 // reused first, least recently configured first, and the rules that still
 // find no row are listed in History.Untracked.
 //
-// Counts are approximate only at a bucket boundary: a decision whose clock
-// reading precedes a rotation by a few nanoseconds may land in the
-// neighbouring bucket. A Ring is safe for concurrent use.
+// Counts are approximate only at a bucket boundary: a decision made
+// within a few milliseconds of one (the timer's latency, or a clock read
+// just before a rotation) may land in the neighbouring bucket. Make a
+// Ring with NewRing (the zero value is not ready; a nil *Ring records and
+// shows nothing). A Ring is safe for concurrent use.
 type Ring struct {
-	now   func() time.Time
-	start time.Time
-	max   int
-	epoch atomic.Int64 // number of the newest bucket, counted from start
+	now    func() time.Time
+	coarse bool // default clock: Add uses epoch, which a timer keeps current
+	start  time.Time
+	max    int
+	epoch  atomic.Int64 // number of the newest bucket, counted from start
 
 	mu        sync.Mutex // guards rows, gen and untracked; serialises rotation
 	rows      map[string]*ringRow
@@ -78,13 +88,35 @@ type ringRow struct {
 
 // NewRing returns an empty ring whose first bucket starts now.
 func NewRing(o RingOptions) *Ring {
-	if o.Now == nil {
+	coarse := o.Now == nil
+	if coarse {
 		o.Now = time.Now
 	}
 	if o.MaxRules <= 0 {
 		o.MaxRules = DefaultRingRules
 	}
-	return &Ring{now: o.Now, start: o.Now(), max: o.MaxRules, rows: map[string]*ringRow{}}
+	r := &Ring{now: o.Now, coarse: coarse, start: o.Now(), max: o.MaxRules, rows: map[string]*ringRow{}}
+	if coarse {
+		r.tick(weak.Make(r))
+	}
+	return r
+}
+
+// tick moves the ring of the default clock to the current bucket, and
+// schedules itself for the next boundary. It holds the ring weakly, so
+// an unreachable ring is collected and its timer stops.
+func (r *Ring) tick(wp weak.Pointer[Ring]) {
+	now := r.now()
+	b := r.bucketOf(now)
+	if b > r.epoch.Load() {
+		r.advance(b)
+	}
+	next := r.start.Add(time.Duration(b+1) * RingBucket).Sub(now)
+	time.AfterFunc(next, func() {
+		if r := wp.Value(); r != nil {
+			r.tick(wp)
+		}
+	})
 }
 
 // bucketOf returns the number of the bucket that holds t.
@@ -199,9 +231,18 @@ func (r *Ring) forSet(set *rules.Set) *RingRules {
 	return r.ForRules(names)
 }
 
-// Add records that rule i decided o, now. It does not allocate.
+// Add records that rule i decided o, now: in the current bucket, which
+// the default clock's timer moves at each boundary (so a decision made
+// within a few milliseconds of one may land in its neighbour). It does
+// not allocate.
 func (rr *RingRules) Add(i int, o rules.Outcome) {
 	if rr == nil {
+		return
+	}
+	if r := rr.ring; r.coarse {
+		if i >= 0 && i < len(rr.rows) && rr.rows[i] != nil && int(o) < ringOutcomes {
+			rr.rows[i].counts[slot(r.epoch.Load())][o].Add(1)
+		}
 		return
 	}
 	rr.AddAt(rr.ring.now(), i, o)

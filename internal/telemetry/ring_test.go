@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -326,4 +327,40 @@ func BenchmarkRingAddParallel(b *testing.B) {
 			}
 		})
 	})
+}
+
+// TestRingDefaultClock: with the default clock, Add reads no clock and
+// lands in the current bucket.
+func TestRingDefaultClock(t *testing.T) {
+	r := NewRing(RingOptions{})
+	rr := r.ForRules([]string{"a"})
+	rr.Add(0, rules.Blocked)
+	rr.Add(0, rules.WouldBlock)
+	h := r.Snapshot()
+	if want := ([4]uint64{rules.Blocked: 1, rules.WouldBlock: 1}); h.Rules[0].Total != want {
+		t.Errorf("Total = %v, want %v", h.Rules[0].Total, want)
+	}
+	if d := time.Until(h.End); d <= 0 || d > RingBucket {
+		t.Errorf("End is %v from now, want within one bucket", d)
+	}
+}
+
+// TestRingTick: the timer of the default clock moves the current bucket,
+// which Add then writes into. The clock here is a fake one, set to the
+// middle of bucket 2.
+func TestRingTick(t *testing.T) {
+	clk := &fakeClock{t: t0.Add(25 * time.Second)}
+	r := &Ring{now: clk.Now, coarse: true, start: t0, max: 4, rows: map[string]*ringRow{}}
+	rr := r.ForRules([]string{"a"})
+	rr.Add(0, rules.Denied) // bucket 0: the timer has not run yet
+	r.tick(weak.Make(r))
+	if got := r.epoch.Load(); got != 2 {
+		t.Fatalf("after tick at 25 s: bucket %d, want 2", got)
+	}
+	rr.Add(0, rules.Blocked)
+	h := r.SnapshotAt(clk.Now())
+	b := h.Rules[0].Buckets
+	if b[RingBuckets-1] != ([4]uint64{rules.Blocked: 1}) || b[RingBuckets-3] != ([4]uint64{rules.Denied: 1}) {
+		t.Errorf("buckets 0..2 = %v, want denied in 0 and blocked in 2", b[RingBuckets-3:])
+	}
 }

@@ -201,10 +201,14 @@ func BenchmarkClient(b *testing.B) {
 	srv := redistest.Start(b)
 	l := ratelimit.Limit{Count: 1 << 40, Window: time.Hour, Algorithm: ratelimit.GCRA}
 	s := newStore(b, Options{Addrs: []string{srv.Addr()}})
-	request := func(key string) request { return s.newRequest(s.hash.sum(key), 1, []ratelimit.Limit{l}) }
+	// prepare returns the keys and argument of a script run for one Take.
+	prepare := func(key string) ([]string, string) {
+		c := s.newCall(s.hash.sum(key), 1, []ratelimit.Limit{l})
+		return c.keys, string(appendNumbers(nil, 1)) + string(c.args)
+	}
 	check := func(reply string, err error) error {
 		if err == nil {
-			if admitted, _ := number([]byte(reply), 1); len(reply) != 16+24 || admitted != 1 {
+			if admitted, _ := number([]byte(reply), 1); len(reply) != 8+8+24 || admitted != 1 {
 				err = fmt.Errorf("script reply %q, want admitted", reply)
 			}
 		}
@@ -222,8 +226,8 @@ func BenchmarkClient(b *testing.B) {
 			b.Fatal(err)
 		}
 		parallel(b, srv, func(ctx context.Context, key string) error {
-			r := request(key)
-			return check(c.Do(ctx, c.B().Evalsha().Sha1(takeScriptSHA).Numkeys(1).Key(r.keys...).Arg(r.args...).Build()).ToString())
+			keys, arg := prepare(key)
+			return check(c.Do(ctx, c.B().Evalsha().Sha1(takeScriptSHA).Numkeys(1).Key(keys...).Arg(arg).Build()).ToString())
 		})
 	}
 	goredisCase := func(b *testing.B, auto bool) {
@@ -242,12 +246,8 @@ func BenchmarkClient(b *testing.B) {
 			b.Fatal(err)
 		}
 		parallel(b, srv, func(ctx context.Context, key string) error {
-			r := request(key)
-			args := make([]any, len(r.args))
-			for i, a := range r.args {
-				args[i] = a
-			}
-			return check(cmd.EvalSha(ctx, takeScriptSHA, r.keys, args...).Text())
+			keys, arg := prepare(key)
+			return check(cmd.EvalSha(ctx, takeScriptSHA, keys, arg).Text())
 		})
 	}
 	b.Run("client=rueidis/pipelining=auto", func(b *testing.B) { rueidisCase(b, rueidis.ClientOption{}) })

@@ -51,10 +51,7 @@ func TestURLs(t *testing.T) {
 			t.Fatalf("New: %v", err)
 		}
 		defer s.Close()
-		_, err = s.Take(ctx, "k", 1, l)
-		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "WRONGPASS") {
-			t.Errorf("Take with a wrong password: error %v, want ErrUnavailable saying WRONGPASS", err)
-		}
+		wantError(t, s, "WRONGPASS")
 	})
 
 	t.Run("tls", func(t *testing.T) {
@@ -85,10 +82,24 @@ func TestURLs(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s2.Close()
-		if _, err := s2.Take(ctx, "k", 1, l); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "certificate") {
-			t.Errorf("Take over TLS with an unknown CA: error %v, want ErrUnavailable about the certificate", err)
-		}
+		wantError(t, s2, "certificate")
 	})
+}
+
+// wantError waits until the first connection attempt of s has failed
+// (it may take longer than Options.Timeout, which New waits at most), and
+// checks that Take then fails at once, with ErrUnavailable saying why.
+func wantError(t *testing.T, s *Store, why string) {
+	t.Helper()
+	l := ratelimit.Limit{Count: 5, Window: time.Minute}
+	var err error
+	waitFor(t, "connection error", func() bool {
+		_, err = s.Take(ctx, "k", 1, l)
+		return err != nil && !strings.Contains(err.Error(), "not connected yet")
+	})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), why) {
+		t.Errorf("Take: error %v, want ErrUnavailable saying %q", err, why)
+	}
 }
 
 // writeCerts writes a CA (ca.pem) and a server certificate for 127.0.0.1

@@ -12,10 +12,15 @@ import (
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
-// bound is how long any Take may take in these tests: Options.Timeout
-// plus a generous allowance for a loaded machine. Tests check that Takes
-// return, not how fast.
-const bound = DefaultTimeout + 5*time.Second
+// failTimeout is the Options.Timeout of the failure tests' stores: long
+// enough for a loaded machine with the race detector, short enough to
+// wait out a few times.
+const failTimeout = 500 * time.Millisecond
+
+// bound is how long any Take may take in these tests: the timeout plus a
+// generous allowance for a loaded machine. Tests check that Takes return,
+// not how fast.
+const bound = failTimeout + 5*time.Second
 
 // timedTake calls s.Take and fails the test if it does not return within
 // bound.
@@ -56,7 +61,7 @@ func TestNewWhileRedisDown(t *testing.T) {
 	srv := redistest.Start(t)
 	srv.Kill()
 	start := time.Now()
-	s, err := New(Options{Addrs: []string{srv.Addr()}})
+	s, err := New(Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout})
 	if err != nil {
 		t.Fatalf("New with Redis down: %v", err)
 	}
@@ -110,7 +115,7 @@ func TestNewUnreachableAddress(t *testing.T) {
 func TestKillAndRestart(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := newStore(t, Options{Addrs: []string{srv.Addr()}})
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout})
 	one := ratelimit.Limit{Count: 1, Window: time.Hour}
 	take(t, s, "refused", 1, one)
 	if d := take(t, s, "refused", 1, one); d.Allowed || s.Stats().CacheEntries != 1 {
@@ -179,7 +184,7 @@ func TestKillAndRestart(t *testing.T) {
 func TestPausedRedis(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	s := newStore(t, Options{Addrs: []string{srv.Addr()}})
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout})
 	take(t, s, "k", 2, minute)
 
 	srv.Pause()

@@ -11,9 +11,13 @@ import (
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
-// takeScript decides and records one Take for the counters KEYS[1…],
-// atomically, with the server's clock (TIME), and returns what it read so
-// that the caller can compute the Decision with ratelimit.Limit.Take.
+// takeScript decides and records a batch of Takes, one after the other,
+// atomically, with the server's clock (TIME, read once for the batch), and
+// returns what each read, so that the caller can compute the Decisions
+// with ratelimit.Limit.Take. A batch is one Take, or the Takes that
+// concurrent callers made while the previous batch was on its way (see
+// batcher); each Take is all or nothing on its own, and a Take sees the
+// counters as the Takes before it in the batch left them.
 //
 // Lua numbers are doubles, exact for integers below 2⁵³, so the script
 // works in microseconds (TIME's resolution; 2026 is 1.8×10¹⁵ µs; windows
@@ -28,9 +32,10 @@ import (
 //
 // Numbers travel as little-endian IEEE 754 doubles, packed with Redis's
 // struct library: unpacking eight numbers is one call, where parsing text
-// would be eight, which makes the script a quarter faster. ARGV[1] is n
-// (clamped to 2⁴⁰ by the caller: any n above a count is refused alike);
-// ARGV[1+i] holds eight numbers for KEYS[i]:
+// would be eight. KEYS are the counters of every Take, in order; ARGV[1]
+// holds the number of Takes, then for each Take n (clamped to 2⁴⁰ by the
+// caller: any n above a count is refused alike), its number of counters
+// k, and eight numbers for each of its counters:
 //
 //	1 (sliding window) or 3 (fixed window), COUNT, WINDOW_US, 0, 0, 0, 0, 0
 //	2 (GCRA), WINDOW_US, T_US, T_NS, B_US, B_NS, X_US, X_NS
@@ -47,113 +52,129 @@ import (
 //
 // and it expires (PX) when the counter is empty again; a value of another
 // length counts as an empty counter. The reply is a string of numbers:
-// NOW_US, ADMITTED (0 or 1), then each key's three numbers as read (0 0 0
-// for none).
+// NOW_US, then for each Take ADMITTED (0 or 1) and its counters' three
+// numbers as read (0 0 0 for none).
 const takeScript = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local n = struct.unpack('<d', ARGV[1])
-local admit = true
-local raw, ad, mv = {}, {}, {}
+local args = ARGV[1]
+local takes, pos = struct.unpack('<d', args)
 local EMPTY = struct.pack('<ddd', 0, 0, 0)
-for i = 1, #KEYS do
-  local v = redis.call('GET', KEYS[i])
-  if not v or #v ~= 24 then v = EMPTY end
-  raw[i] = v
-  local x, y, z = struct.unpack('<ddd', v)
-  local alg, p1, p2, p3, p4, p5, p6, p7 = struct.unpack('<dddddddd', ARGV[i + 1])
-  local fits
-  if alg == 2 then -- GCRA: p1 window, p2..p3 T, p4..p5 bound, p6..p7 n×T
-    local tatu, tatn, last = x, y, z
-    if now < last - p1 then -- the clock went back more than a window
-      tatu = tatu - (last - now)
-      last = now
-      mv[i] = struct.pack('<ddd', tatu, tatn, last)
-      mv[-i] = tatu + (tatn > 0 and 1 or 0)
-    end
-    local s = now
-    if last > now then s = last end
-    local uu, un = tatu - s, tatn -- used = min(max(tat - s, 0), bound)
-    if uu < 0 then
-      uu, un = 0, 0
-    elseif uu > p4 or (uu == p4 and un > p5) then
-      uu, un = p4, p5
-    end
-    if n == 0 then
-      fits = true
-    elseif p6 < 0 then
-      fits = false
-    else
-      local su, sn = uu + p6, un + p7
-      if sn >= 1000 then su, sn = su + 1, sn - 1000 end
-      fits = su < p4 or (su == p4 and sn <= p5)
-      if fits then
-        ad[i] = struct.pack('<ddd', s + su, sn, s)
-        ad[-i] = s + su + (sn > 0 and 1 or 0)
+local out = {struct.pack('<d', now)}
+local o = 1 -- out[o] is the last part of the reply
+local ad, mv = {}, {} -- writes if admitted, writes anyway; [i] value, [-i] expiry
+local base = 0
+for take = 1, takes do
+  local n, k
+  n, k, pos = struct.unpack('<dd', args, pos)
+  local admit = true
+  local head = o + 1 -- ADMITTED goes here, once known
+  o = head
+  for i = 1, k do
+    ad[i], ad[-i], mv[i], mv[-i] = nil, nil, nil, nil
+    local key = KEYS[base + i]
+    local v = redis.call('GET', key)
+    if not v or #v ~= 24 then v = EMPTY end
+    o = o + 1
+    out[o] = v
+    local x, y, z = struct.unpack('<ddd', v)
+    local alg, p1, p2, p3, p4, p5, p6, p7
+    alg, p1, p2, p3, p4, p5, p6, p7, pos = struct.unpack('<dddddddd', args, pos)
+    local fits
+    if alg == 2 then -- GCRA: p1 window, p2..p3 T, p4..p5 bound, p6..p7 n×T
+      local tatu, tatn, last = x, y, z
+      if now < last - p1 then -- the clock went back more than a window
+        tatu = tatu - (last - now)
+        last = now
+        mv[i] = struct.pack('<ddd', tatu, tatn, last)
+        mv[-i] = tatu + (tatn > 0 and 1 or 0)
       end
-    end
-  elseif alg == 1 then -- sliding window: p1 count, p2 window
-    local w, exp, curr, prev = p2, x, y, z
-    local start
-    if exp > now then
-      start = exp - 2 * w
-      if now < start - w then -- the clock went back more than a window
-        start = now - now % w + w
-        mv[i] = struct.pack('<ddd', start + 2 * w, curr, prev)
-        mv[-i] = start + 2 * w
-      elseif now >= start + w then
-        start, curr, prev = start + w, 0, curr
+      local s = now
+      if last > now then s = last end
+      local uu, un = tatu - s, tatn -- used = min(max(tat - s, 0), bound)
+      if uu < 0 then
+        uu, un = 0, 0
+      elseif uu > p4 or (uu == p4 and un > p5) then
+        uu, un = p4, p5
       end
-    else
-      start, curr, prev = now - now % w, 0, 0
-    end
-    local e = 0
-    if now > start then e = now - start end
-    local room = p1 - curr - n
-    if n == 0 then
-      fits = true
-    elseif room < 0 then
-      fits = false
-    else -- prev×(w−e) ≤ room×w, exactly
-      local pa, pb, qa, qb = prev, w - e, room, w
+      if n == 0 then
+        fits = true
+      elseif p6 < 0 then
+        fits = false
+      else
+        local su, sn = uu + p6, un + p7
+        if sn >= 1000 then su, sn = su + 1, sn - 1000 end
+        fits = su < p4 or (su == p4 and sn <= p5)
+        if fits then
+          ad[i] = struct.pack('<ddd', s + su, sn, s)
+          ad[-i] = s + su + (sn > 0 and 1 or 0)
+        end
+      end
+    elseif alg == 1 then -- sliding window: p1 count, p2 window
+      local w, exp, curr, prev = p2, x, y, z
+      local start
+      if exp > now then
+        start = exp - 2 * w
+        if now < start - w then -- the clock went back more than a window
+          start = now - now % w + w
+          mv[i] = struct.pack('<ddd', start + 2 * w, curr, prev)
+          mv[-i] = start + 2 * w
+        elseif now >= start + w then
+          start, curr, prev = start + w, 0, curr
+        end
+      else
+        start, curr, prev = now - now % w, 0, 0
+      end
+      local e = 0
+      if now > start then e = now - start end
+      local room = p1 - curr - n
+      if n == 0 then
+        fits = true
+      elseif room < 0 then
+        fits = false
+      else -- prev×(w−e) ≤ room×w, exactly
+        local pa, pb, qa, qb = prev, w - e, room, w
 ` + luaMulLE + `
-    end
-    if fits and n > 0 then
-      ad[i] = struct.pack('<ddd', start + 2 * w, curr + n, prev)
-      ad[-i] = start + 2 * w
-    end
-  else -- fixed window: p1 count, p2 window
-    local w, wend, count = p2, x, y
-    if wend > now then
-      if wend - 2 * w > now then -- the clock went back more than a window
-        wend = now - now % w + 2 * w
-        mv[i] = struct.pack('<ddd', wend, count, 0)
-        mv[-i] = wend
       end
-    else
-      wend, count = now - now % w + w, 0
+      if fits and n > 0 then
+        ad[i] = struct.pack('<ddd', start + 2 * w, curr + n, prev)
+        ad[-i] = start + 2 * w
+      end
+    else -- fixed window: p1 count, p2 window
+      local w, wend, count = p2, x, y
+      if wend > now then
+        if wend - 2 * w > now then -- the clock went back more than a window
+          wend = now - now % w + 2 * w
+          mv[i] = struct.pack('<ddd', wend, count, 0)
+          mv[-i] = wend
+        end
+      else
+        wend, count = now - now % w + w, 0
+      end
+      fits = n == 0 or n <= p1 - count
+      if fits and n > 0 then
+        ad[i] = struct.pack('<ddd', wend, count + n, 0)
+        ad[-i] = wend
+      end
     end
-    fits = n == 0 or n <= p1 - count
-    if fits and n > 0 then
-      ad[i] = struct.pack('<ddd', wend, count + n, 0)
-      ad[-i] = wend
+    admit = admit and fits
+  end
+  for i = 1, k do
+    local v, x = mv[i], mv[-i]
+    if admit and ad[i] then v, x = ad[i], ad[-i] end
+    if v then
+      local ttl = math.ceil((x - now) / 1000)
+      if ttl > 0 then
+        redis.call('SET', KEYS[base + i], v, 'PX', ttl)
+      else
+        redis.call('DEL', KEYS[base + i])
+      end
     end
   end
-  admit = admit and fits
+  out[head] = struct.pack('<d', admit and 1 or 0)
+  base = base + k
 end
-for i = 1, #KEYS do
-  local v, x = mv[i], mv[-i]
-  if admit and ad[i] then v, x = ad[i], ad[-i] end
-  if v then
-    local ttl = math.ceil((x - now) / 1000)
-    if ttl > 0 then
-      redis.call('SET', KEYS[i], v, 'PX', ttl)
-    else
-      redis.call('DEL', KEYS[i])
-    end
-  end
-end
-return struct.pack('<dd', now, admit and 1 or 0) .. table.concat(raw)
+return table.concat(out)
 `
 
 // luaMulLE sets fits to whether pa×pb ≤ qa×qb, exactly, for integers

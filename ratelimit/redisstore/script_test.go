@@ -121,7 +121,7 @@ func TestScriptAgainstAlgorithm(t *testing.T) {
 		n := ns[rng.IntN(len(ns))]
 
 		h := s.hash.sum("diff/" + strconv.Itoa(i))
-		r := s.newRequest(h, n, limits)
+		r := s.newCall(h, n, limits)
 		now := time.Now().UnixMicro() * 1000
 		written := make([]string, len(r.counters))
 		for j, l := range r.counters {
@@ -135,10 +135,11 @@ func TestScriptAgainstAlgorithm(t *testing.T) {
 			}
 		}
 
-		rep, _, err := s.run(ctx, c, r)
-		if err != nil {
-			t.Fatalf("round %d: run(n=%d, %v): %v", i, n, limits, err)
+		s.exec(ctx, c, []*call{r})
+		if r.err != nil {
+			t.Fatalf("round %d: exec(n=%d, %v): %v", i, n, limits, r.err)
 		}
+		rep := r.rep
 		var d ratelimit.Decision
 		for j, l := range limits {
 			_, dj := l.Take(rep.states[r.uniq[j]], rep.now, n)
@@ -204,6 +205,69 @@ func TestScriptAgainstAlgorithm(t *testing.T) {
 	t.Logf("%d rounds: %d admitted, %d refused, %d counters moved by a clock step back", rounds, admitted, refused, moved)
 	if admitted < rounds/5 || refused < rounds/5 || moved < rounds/50 {
 		t.Errorf("the random cases cover too little: want at least a fifth admitted, a fifth refused, a fiftieth moved")
+	}
+}
+
+// TestScriptBatch runs batches of Takes, several of them on the same
+// keys, through one script run, and checks that each Take saw the
+// counters as the Takes before it in the batch left them, and decided as
+// the algorithm does.
+func TestScriptBatch(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, CacheSize: -1})
+	c := *s.client.Load()
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	for round := range 200 {
+		keys := []string{"batch/a/" + strconv.Itoa(round), "batch/b/" + strconv.Itoa(round)}
+		pool := []ratelimit.Limit{
+			{Count: 3, Window: time.Hour, Algorithm: ratelimit.SlidingWindow},
+			{Count: 4, Window: time.Minute, Algorithm: ratelimit.GCRA},
+			{Count: 5, Window: time.Second, Algorithm: ratelimit.FixedWindow},
+			{Count: 7, Window: 3 * time.Second, Algorithm: ratelimit.GCRA},
+		}
+		var calls []*call
+		for range 1 + rng.IntN(maxBatch) {
+			limits := []ratelimit.Limit{pool[rng.IntN(len(pool))]}
+			if rng.IntN(2) == 0 {
+				limits = append(limits, pool[rng.IntN(len(pool))])
+			}
+			calls = append(calls, s.newCall(s.hash.sum(keys[rng.IntN(2)]), int64(rng.IntN(3)), limits))
+		}
+		s.exec(ctx, c, calls)
+		// Replay in Go: the first Take on a counter saw it as the batch
+		// found it; each later one as the Takes before it left it.
+		states := map[string]ratelimit.State{}
+		for i, cl := range calls {
+			if cl.err != nil {
+				t.Fatalf("round %d: exec: %v", round, cl.err)
+			}
+			if cl.rep.now != calls[0].rep.now {
+				t.Errorf("round %d: Take %d at %d, Take 0 at %d: want one instant per batch", round, i, cl.rep.now, calls[0].rep.now)
+			}
+			admit := true
+			for j, l := range cl.counters {
+				st, ok := states[cl.keys[j]]
+				if !ok {
+					st = cl.rep.states[j]
+				}
+				if st != cl.rep.states[j] {
+					t.Fatalf("round %d: Take %d read %+v from %s, want %+v as the Takes before it left it", round, i, cl.rep.states[j], cl.keys[j], st)
+				}
+				_, d := l.Take(st, cl.rep.now, cl.n)
+				admit = admit && d.Allowed
+			}
+			if admit != cl.rep.admitted {
+				t.Fatalf("round %d: Take %d (n=%d, %v) admitted %v, want %v", round, i, cl.n, cl.counters, cl.rep.admitted, admit)
+			}
+			for j, l := range cl.counters {
+				m := cl.n
+				if !admit {
+					m = 0
+				}
+				states[cl.keys[j]], _ = l.Take(cl.rep.states[j], cl.rep.now, m)
+			}
+		}
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/redis/rueidis"
 
@@ -55,7 +54,8 @@ type Store struct {
 
 	start time.Time // mono() is the time since start
 
-	shared atomic.Pointer[sharedDeadline] // see callContext
+	shared atomic.Pointer[sharedDeadline] // see sharedDeadline
+	batch  *batcher
 
 	mu     sync.Mutex // guards closed and the client's creation and closing
 	closed bool
@@ -93,11 +93,16 @@ func New(o Options) (*Store, error) {
 		logger:  o.Logger,
 		start:   time.Now(),
 		done:    make(chan struct{}),
+		batch:   newBatcher(),
 	}
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
 	s.backoff.Store(int64(minBackoff))
+	s.wg.Add(senders)
+	for range senders {
+		go s.sender()
+	}
 	first := make(chan struct{})
 	s.wg.Add(1)
 	go s.connect(first)
@@ -321,28 +326,13 @@ func (s *Store) recovered() {
 }
 
 // callContext returns the context for one round trip started now on
-// behalf of ctx: it ends at most Options.Timeout from now, and at least
-// 0.9×Timeout from now; when ctx has an earlier deadline, at that
-// deadline. Takes that start within a tenth of Timeout of each other
-// share one such deadline, which saves each the cost of its own timer
-// (five allocations and a lock); so a caller's cancellation that is not a
-// deadline is seen when the round trip ends, within Timeout, rather than
-// at once. The CancelFunc is nil when there is nothing to release.
+// behalf of ctx: it ends when the shared deadline (see sharedDeadline)
+// does, or at ctx's deadline if that is earlier. So a caller's
+// cancellation that is not a deadline is seen when the round trip ends,
+// within Timeout, rather than at once. The CancelFunc is nil when there
+// is nothing to release.
 func (s *Store) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	now := int64(time.Since(s.start)) // the real clock, even in tests
-	sh := s.shared.Load()
-	if sh == nil || now >= sh.until {
-		dctx, cancel := context.WithDeadline(context.Background(), s.start.Add(time.Duration(now)+s.timeout))
-		next := &sharedDeadline{ctx: dctx, cancel: cancel, until: now + int64(s.timeout)/10}
-		if s.shared.CompareAndSwap(sh, next) {
-			sh = next
-		} else {
-			cancel()
-			if sh = s.shared.Load(); sh == nil {
-				return context.WithTimeout(ctx, s.timeout)
-			}
-		}
-	}
+	sh := s.sharedDeadline()
 	if ctx.Done() == nil {
 		return sh.ctx, nil
 	}
@@ -352,6 +342,28 @@ func (s *Store) callContext(ctx context.Context) (context.Context, context.Cance
 		}
 	}
 	return callCtx{ctx, sh.ctx}, nil
+}
+
+// sharedDeadline returns a context that ends at most Options.Timeout from
+// now, and at least 0.9×Timeout from now. Round trips that start within a
+// tenth of Timeout of each other share one, which saves each the cost of
+// its own timer (five allocations and a lock).
+func (s *Store) sharedDeadline() *sharedDeadline {
+	now := int64(time.Since(s.start)) // the real clock, even in tests
+	sh := s.shared.Load()
+	if sh != nil && now < sh.until {
+		return sh
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), s.start.Add(time.Duration(now)+s.timeout))
+	next := &sharedDeadline{ctx: ctx, cancel: cancel, until: now + int64(s.timeout)/10}
+	if s.shared.CompareAndSwap(sh, next) {
+		return next
+	}
+	cancel()
+	if sh = s.shared.Load(); sh != nil {
+		return sh
+	}
+	return next // unreachable: shared is never set back to nil
 }
 
 // A sharedDeadline is a context that ends Options.Timeout after it was
@@ -377,141 +389,6 @@ func (c callCtx) Err() error {
 		return err
 	}
 	return c.Context.Err()
-}
-
-// A request is the script call for one Take.
-type request struct {
-	counters []ratelimit.Limit // the distinct limits
-	uniq     []int             // uniq[i] is the index in counters of the Take's limits[i]
-	keys     []string          // the counters' Redis keys
-	args     []string          // the script's arguments
-}
-
-// newRequest prepares the script call for a Take of n events for the key
-// whose hash is h under limits.
-func (s *Store) newRequest(h keyHash, n int64, limits []ratelimit.Limit) request {
-	var r request
-	r.uniq = make([]int, 0, len(limits))
-	if len(limits) == 1 {
-		r.counters = limits
-		r.uniq = append(r.uniq, 0)
-	} else {
-		r.counters = make([]ratelimit.Limit, 0, len(limits))
-	next:
-		for _, l := range limits {
-			for j, m := range r.counters {
-				if m == l {
-					r.uniq = append(r.uniq, j)
-					continue next
-				}
-			}
-			r.uniq = append(r.uniq, len(r.counters))
-			r.counters = append(r.counters, l)
-		}
-	}
-	var tagBuf [24]byte
-	tag := appendTag(tagBuf[:0], h)
-	r.keys = make([]string, len(r.counters))
-	r.args = make([]string, 1+len(r.counters))
-	buf := make([]byte, 0, 8+64*len(r.counters))
-	buf = appendNumbers(buf, float64(min(n, maxScriptN)))
-	for i, l := range r.counters {
-		r.keys[i] = counterKey(s.prefix, tag, l)
-		buf = appendArgs(buf, l, n)
-	}
-	// The arguments are slices of one buffer, never written again.
-	str := unsafe.String(unsafe.SliceData(buf), len(buf))
-	r.args[0] = str[:8]
-	for i := range r.counters {
-		r.args[1+i] = str[8+64*i : 8+64*(i+1)]
-	}
-	return r
-}
-
-// A reply is what the script returns: the server's instant (Unix ns),
-// whether it admitted, and the counters' states before the Take.
-type reply struct {
-	now      int64
-	admitted bool
-	states   []ratelimit.State
-}
-
-// run sends r's script, bounded by Options.Timeout, and decodes the reply.
-// sent is the local instant it was sent at.
-func (s *Store) run(ctx context.Context, c rueidis.Client, r request) (rep reply, sent int64, err error) {
-	if err := ctx.Err(); err != nil {
-		return rep, 0, fmt.Errorf("redisstore: take: %w", err)
-	}
-	ctx, cancel := s.callContext(ctx)
-	if cancel != nil {
-		defer cancel()
-	}
-	sent = s.mono()
-	s.roundTrips.Add(1)
-	res := c.Do(ctx, c.B().Evalsha().Sha1(takeScriptSHA).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.args...).Build())
-	if rerr, ok := rueidis.IsRedisErr(res.Error()); ok && rerr.IsNoScript() {
-		s.roundTrips.Add(1)
-		res = c.Do(ctx, c.B().Eval().Script(takeScript).Numkeys(int64(len(r.keys))).Key(r.keys...).Arg(r.args...).Build())
-	}
-	b, err := res.AsBytes()
-	if err != nil {
-		return rep, sent, fmt.Errorf("redisstore: take: %w", err)
-	}
-	if len(b) != 16+24*len(r.counters) {
-		return rep, sent, fmt.Errorf("%w: %d bytes for %d counters", errCorrupt, len(b), len(r.counters))
-	}
-	now, ok1 := number(b, 0)
-	admitted, ok2 := number(b, 1)
-	if !ok1 || !ok2 || now <= 0 || admitted < 0 || admitted > 1 {
-		return rep, sent, fmt.Errorf("%w: header", errCorrupt)
-	}
-	rep.now, rep.admitted = now*1000, admitted == 1
-	rep.states = make([]ratelimit.State, len(r.counters))
-	for i, l := range r.counters {
-		x, ok1 := number(b, 2+3*i)
-		y, ok2 := number(b, 3+3*i)
-		z, ok3 := number(b, 4+3*i)
-		if !ok1 || !ok2 || !ok3 {
-			return rep, sent, fmt.Errorf("%w: state", errCorrupt)
-		}
-		if rep.states[i], err = decodeState(l.Algorithm, x, y, z); err != nil {
-			return rep, sent, err
-		}
-	}
-	return rep, sent, nil
-}
-
-// take runs the script for one Take and computes its Decision.
-func (s *Store) take(ctx context.Context, c rueidis.Client, h keyHash, n int64, limits []ratelimit.Limit) (ratelimit.Decision, error) {
-	r := s.newRequest(h, n, limits)
-	rep, sent, err := s.run(ctx, c, r)
-	if err != nil {
-		return ratelimit.Decision{}, err
-	}
-	// The script decided; the same algorithm on the same state and
-	// instant gives the Decision's numbers.
-	var d ratelimit.Decision
-	for i, l := range limits {
-		_, di := l.Take(rep.states[r.uniq[i]], rep.now, n)
-		d = ratelimit.Combine(d, i, di)
-	}
-	if d.Allowed != rep.admitted {
-		return ratelimit.Decision{}, fmt.Errorf("%w: the script and the algorithm disagree (admitted %v, %v)", errCorrupt, rep.admitted, d.Allowed)
-	}
-	if s.cache != nil {
-		switch {
-		case !d.Allowed:
-			snaps := make([]counterSnap, len(r.counters))
-			for i, l := range r.counters {
-				snaps[i].l = l
-				snaps[i].st, _ = l.Take(rep.states[i], rep.now, 0) // what Redis holds now: nothing was recorded
-			}
-			s.cache.put(h, snaps, rep.now-sent, sent)
-		case n > 0:
-			s.cache.drop(h) // the counters hold more than a snapshot would say
-		}
-	}
-	return d, nil
 }
 
 // Ping checks that every Redis node the store knows answers PING within

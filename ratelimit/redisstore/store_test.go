@@ -17,10 +17,19 @@ import (
 
 var ctx = context.Background()
 
+// testTimeout is the Options.Timeout of the tests' stores unless they
+// set one: generous, because the race detector and parallel tests on a
+// shared 2-core machine slow round trips down by orders of magnitude, and
+// a timeout would fail a test that is not about timeouts.
+const testTimeout = 5 * time.Second
+
 // newStore returns a Store for o, closed when the test ends, once it has
-// connected.
+// connected. A zero o.Timeout is testTimeout.
 func newStore(t testing.TB, o Options) *Store {
 	t.Helper()
+	if o.Timeout == 0 {
+		o.Timeout = testTimeout
+	}
 	s, err := New(o)
 	if err != nil {
 		t.Fatalf("New(%v): %v", o, err)

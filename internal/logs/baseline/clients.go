@@ -90,8 +90,8 @@ func (c *clients) class(id ClientID) uaclass.Class {
 // HMAC-SHA256) unless Show is set. Clients the log already gives as hashes
 // (floodgate's logs) are shown as they are.
 type Namer struct {
-	Key  []byte
-	Show bool
+	Key  []byte // the HMAC key
+	Show bool   // show clients as logged, not hashed
 }
 
 // Name returns how a client named name is shown.

@@ -14,6 +14,7 @@ import (
 // Result is what `floodgate baseline --json` prints. The line counts are
 // the caller's to fill (the Baseline sees records, not lines).
 type Result struct {
+	// Lines, Parsed and Unparsed count the non-empty lines of all files.
 	Lines    int64 `json:"lines"`
 	Parsed   int64 `json:"parsed"`
 	Unparsed int64 `json:"unparsed"`
@@ -27,9 +28,13 @@ type Result struct {
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
 	// Files says what was read from each log.
-	Files       []logs.File  `json:"files"`
-	Windows     []Window     `json:"windows"`
-	TopClients  []TopClient  `json:"top_clients"`
+	Files []logs.File `json:"files"`
+	// Windows are the per-client peaks over each window, in the order
+	// given.
+	Windows []Window `json:"windows"`
+	// TopClients are the busiest clients.
+	TopClients []TopClient `json:"top_clients"`
+	// Suggestions are candidate thresholds, by window, ascending.
 	Suggestions []Suggestion `json:"suggestions"`
 }
 
@@ -37,11 +42,11 @@ type Result struct {
 // percentile is the smallest peak that at least p% of clients do not
 // exceed).
 type Peaks struct {
-	PeakMax  int64 `json:"peak_max"`
-	PeakP50  int64 `json:"peak_p50"`
-	PeakP90  int64 `json:"peak_p90"`
-	PeakP99  int64 `json:"peak_p99"`
-	PeakP999 int64 `json:"peak_p999"`
+	PeakMax  int64 `json:"peak_max"`  // the busiest client's peak
+	PeakP50  int64 `json:"peak_p50"`  // median
+	PeakP90  int64 `json:"peak_p90"`  // 90th percentile
+	PeakP99  int64 `json:"peak_p99"`  // 99th percentile
+	PeakP999 int64 `json:"peak_p999"` // 99.9th percentile
 }
 
 // Window is the distribution of per-client peaks over one window length.
@@ -60,24 +65,26 @@ type Window struct {
 
 // ClassPeaks are the peaks of one class of clients.
 type ClassPeaks struct {
-	Clients int `json:"clients"`
+	Clients int `json:"clients"` // clients of the class
 	Peaks
 }
 
 // A Bin is the number of clients whose peak is Peak.
 type Bin struct {
-	Peak           int64 `json:"peak"`
-	Clients        int   `json:"clients"`
-	BrowserClients int   `json:"browser_clients"`
+	Peak           int64 `json:"peak"`            // a peak value
+	Clients        int   `json:"clients"`         // clients whose peak it is
+	BrowserClients int   `json:"browser_clients"` // browser clients among them
 }
 
 // TopClient is one of the busiest clients.
 type TopClient struct {
 	// Client is the client's keyed hash, or its address with
 	// --show-clients.
-	Client   string `json:"client"`
-	Class    string `json:"class"`
-	Requests int64  `json:"requests"`
+	Client string `json:"client"`
+	// Class is the client's class (see Baseline.Class).
+	Class string `json:"class"`
+	// Requests counts all its requests.
+	Requests int64 `json:"requests"`
 	// Peaks maps each window ("1m") to the client's peak in it.
 	Peaks map[string]int64 `json:"peaks"`
 }
@@ -85,14 +92,18 @@ type TopClient struct {
 // A Suggestion is a candidate threshold with what it would have blocked
 // (fixed-window arithmetic; see the package comment).
 type Suggestion struct {
+	// Window and Threshold are the suggested limit: Threshold/Window.
 	Window    string `json:"window"`
 	Threshold int64  `json:"threshold"`
 	// Basis says where the number comes from, such as "busiest browser
 	// client" or "p99.9 of clients", rounded up to a round number.
-	Basis                    string `json:"basis"`
-	WouldBlockRequests       int64  `json:"would_block_requests"`
-	WouldBlockClients        int    `json:"would_block_clients"`
-	WouldBlockBrowserClients int    `json:"would_block_browser_clients"`
+	Basis string `json:"basis"`
+	// WouldBlockRequests, WouldBlockClients and WouldBlockBrowserClients
+	// are the requests it would have refused, their distinct clients, and
+	// the browser clients among those.
+	WouldBlockRequests       int64 `json:"would_block_requests"`
+	WouldBlockClients        int   `json:"would_block_clients"`
+	WouldBlockBrowserClients int   `json:"would_block_browser_clients"`
 }
 
 // ResultOptions shape a Result.

@@ -9,11 +9,13 @@
 // They read floodgate's access log (telemetry.AccessLog: one record per
 // request, with the hashed client, the User-Agent class and the rules
 // that blocked or would have blocked it) and its decision log (one record
-// per rule decision, keyed by the hash of the rule's counter key, with no
-// User-Agent). The access log answers all three; the decision log answers
-// LimitedClients per rule key. Other formats work where they carry the
-// answer: a 429 in a common or combined log counts as limited by an
-// unnamed rule, "(429)".
+// per rule decision, keyed by the hash of the rule's counter key, with the
+// User-Agent class). Where a stream holds both, the access records answer
+// and the decision records, which describe the same requests again, are
+// only counted. The decision log alone answers per rule counter key (one
+// client under two rules has two keys). Other formats work where they
+// carry the answer: a 429 in a common, combined or ALB log counts as
+// limited by an unnamed rule, "(429)".
 package query
 
 import (
@@ -32,11 +34,15 @@ const Status429 = "(429)"
 // Summary is what every query reports about its input. The line counts
 // and Files are the caller's to fill.
 type Summary struct {
-	Query    string      `json:"query"`
-	Lines    int64       `json:"lines"`
-	Parsed   int64       `json:"parsed"`
-	Unparsed int64       `json:"unparsed"`
-	Files    []logs.File `json:"files"`
+	// Query names the query: "limited-clients", "browsers-caught" or
+	// "peak-rate".
+	Query string `json:"query"`
+	// Lines, Parsed and Unparsed count the non-empty lines of all files.
+	Lines    int64 `json:"lines"`
+	Parsed   int64 `json:"parsed"`
+	Unparsed int64 `json:"unparsed"`
+	// Files says what was read from each log.
+	Files []logs.File `json:"files"`
 	// Requests and Decisions count access-log (request) records and
 	// decision-log records.
 	Requests  int64 `json:"requests"`
@@ -70,6 +76,7 @@ type LimitedClient struct {
 // LimitedClientsResult is the answer of LimitedClients.
 type LimitedClientsResult struct {
 	Summary
+	// Clients are the limited clients, most limited first.
 	Clients []LimitedClient `json:"clients"`
 }
 
@@ -198,6 +205,7 @@ func (q *LimitedClients) Result(top int) *LimitedClientsResult {
 
 // A CaughtRule is the browser traffic one rule caught.
 type CaughtRule struct {
+	// Rule is the rule's name, or Status429.
 	Rule string `json:"rule"`
 	// Requests counts browser requests the rule refused or would have;
 	// Blocked and WouldBlock split them.
@@ -208,14 +216,16 @@ type CaughtRule struct {
 	Clients int `json:"clients"`
 	// TopPaths are the paths most caught, at most five.
 	TopPaths []PathCount `json:"top_paths"`
-	First    string      `json:"first"`
-	Last     string      `json:"last"`
+	// First and Last are the times of the first and last caught
+	// requests, RFC 3339.
+	First string `json:"first"`
+	Last  string `json:"last"`
 }
 
 // PathCount is a path and how many caught requests it had.
 type PathCount struct {
-	Path     string `json:"path"`
-	Requests int64  `json:"requests"`
+	Path     string `json:"path"`     // the request path
+	Requests int64  `json:"requests"` // caught requests to it
 }
 
 // BrowsersCaughtResult is the answer of BrowsersCaught.
@@ -223,15 +233,17 @@ type BrowsersCaughtResult struct {
 	Summary
 	// BrowserRequests counts every request from a browser, caught or
 	// not, to put Requests in proportion.
-	BrowserRequests int64        `json:"browser_requests"`
-	Rules           []CaughtRule `json:"rules"`
+	BrowserRequests int64 `json:"browser_requests"`
+	// Rules are the rules that caught some, most first.
+	Rules []CaughtRule `json:"rules"`
 }
 
 // BrowsersCaught collects browser requests caught by rate rules.
 type BrowsersCaught struct {
 	sum      Summary
 	browsers int64
-	rules    map[string]*caughtState
+	rules    map[string]*caughtState // from access records
+	byKey    map[string]*caughtState // from decision records
 }
 
 type caughtState struct {
@@ -243,13 +255,22 @@ type caughtState struct {
 
 // NewBrowsersCaught returns an empty query.
 func NewBrowsersCaught() *BrowsersCaught {
-	return &BrowsersCaught{sum: Summary{Query: "browsers-caught"}, rules: map[string]*caughtState{}}
+	return &BrowsersCaught{sum: Summary{Query: "browsers-caught"}, rules: map[string]*caughtState{}, byKey: map[string]*caughtState{}}
 }
 
 // Add counts one record.
 func (q *BrowsersCaught) Add(rec *logs.Record) {
 	if rec.Kind == logs.KindDecision {
 		q.sum.Decisions++
+		if classOf(rec) != uaclass.Browser {
+			return
+		}
+		switch string(rec.Decision) {
+		case "blocked", "denied":
+			q.caught(q.byKey, string(rec.Rule), rec, true)
+		case "would_block":
+			q.caught(q.byKey, string(rec.Rule), rec, false)
+		}
 		return
 	}
 	q.sum.Requests++
@@ -258,21 +279,21 @@ func (q *BrowsersCaught) Add(rec *logs.Record) {
 	}
 	q.browsers++
 	if len(rec.BlockedBy) > 0 {
-		q.caught(string(rec.BlockedBy), rec, true)
+		q.caught(q.rules, string(rec.BlockedBy), rec, true)
 	} else if rec.Status == 429 && len(rec.WouldBlock) == 0 {
-		q.caught(Status429, rec, true)
+		q.caught(q.rules, Status429, rec, true)
 	}
 	for _, r := range rec.WouldBlock {
-		q.caught(string(r), rec, false)
+		q.caught(q.rules, string(r), rec, false)
 	}
 }
 
-func (q *BrowsersCaught) caught(rule string, rec *logs.Record, blocked bool) {
-	st := q.rules[rule]
+func (q *BrowsersCaught) caught(m map[string]*caughtState, rule string, rec *logs.Record, blocked bool) {
+	st := m[rule]
 	if st == nil {
 		st = &caughtState{CaughtRule: CaughtRule{Rule: rule}, clients: map[string]bool{}, paths: map[string]int64{},
 			first: rec.Time, last: rec.Time}
-		q.rules[rule] = st
+		m[rule] = st
 	}
 	st.Requests++
 	if blocked {
@@ -290,7 +311,12 @@ func (q *BrowsersCaught) caught(rule string, rec *logs.Record, blocked bool) {
 // Result returns the rules that caught browser traffic, most first.
 func (q *BrowsersCaught) Result() *BrowsersCaughtResult {
 	res := &BrowsersCaughtResult{Summary: q.sum, BrowserRequests: q.browsers, Rules: []CaughtRule{}}
-	for _, st := range q.rules {
+	m := q.rules
+	if q.sum.Requests == 0 && q.sum.Decisions > 0 {
+		m = q.byKey
+		res.Notes = append(res.Notes, "from the decision log: clients are rule counter keys, and browser_requests (all browser requests) is not known")
+	}
+	for _, st := range m {
 		c := st.CaughtRule
 		c.Clients = len(st.clients)
 		c.First, c.Last = formatTime(st.first), formatTime(st.last)
@@ -306,9 +332,7 @@ func (q *BrowsersCaught) Result() *BrowsersCaughtResult {
 	slices.SortFunc(res.Rules, func(a, b CaughtRule) int {
 		return cmp.Or(-cmp.Compare(a.Requests, b.Requests), cmp.Compare(a.Rule, b.Rule))
 	})
-	if q.sum.Decisions > 0 && q.sum.Requests == 0 {
-		res.Notes = append(res.Notes, "decision-log records carry no User-Agent: read the access log to find browsers")
-	} else if q.sum.Requests > 0 && q.browsers == 0 {
+	if q.sum.Requests > 0 && q.browsers == 0 {
 		res.Notes = append(res.Notes, "no request came from a browser (or the log records no User-Agent)")
 	}
 	return res

@@ -2,6 +2,7 @@ package query
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -13,7 +14,8 @@ import (
 	"github.com/floodgate/floodgate/internal/logs/baseline"
 )
 
-// readLines reads lines of the fixture, or all of it.
+// read reads the lines of the fixture that keep accepts and gives each
+// record to every add.
 func read(t *testing.T, keep func(line string) bool, add ...func(*logs.Record)) {
 	t.Helper()
 	data, err := os.ReadFile("../testdata/floodgate.jsonl")
@@ -37,7 +39,7 @@ func read(t *testing.T, keep func(line string) bool, add ...func(*logs.Record)) 
 	}
 }
 
-func all(string) bool           { return true }
+func all(string) bool             { return true }
 func decisionsOnly(l string) bool { return strings.Contains(l, `"msg":"decision"`) }
 
 // The fixture (testdata/floodgate.jsonl, see logs.TestFloodgateFixture):
@@ -53,9 +55,9 @@ func TestLimitedClients(t *testing.T) {
 		t.Errorf("summary = %+v", r.Summary)
 	}
 	type row struct {
-		class                        string
-		requests, blocked, wouldBlok int64
-		rules                        string
+		class                         string
+		requests, blocked, wouldBlock int64
+		rules                         string
 	}
 	var got []row
 	for _, c := range r.Clients {
@@ -106,10 +108,14 @@ func TestBrowsersCaught(t *testing.T) {
 			t.Errorf("rules[%d].top_paths = %+v", i, got.TopPaths)
 		}
 	}
+	// The decision log alone gives the same numbers per rule (its
+	// records carry ua_class), with a note.
 	q = NewBrowsersCaught()
 	read(t, decisionsOnly, q.Add)
-	if r := q.Result(); len(r.Notes) != 1 || len(r.Rules) != 0 {
-		t.Errorf("decision log alone: %+v, want a note and no rules", r)
+	r = q.Result()
+	if len(r.Notes) != 1 || len(r.Rules) != 2 || r.Rules[0].Rule != "shadow-requests" || r.Rules[0].WouldBlock != 5 ||
+		r.Rules[1].Blocked != 3 || r.Rules[1].Clients != 1 {
+		t.Errorf("decision log alone: %+v", r)
 	}
 }
 
@@ -144,5 +150,39 @@ func TestOtherFormats(t *testing.T) {
 	}
 	if r := bc.Result(); len(r.Rules) != 1 || r.Rules[0].Rule != Status429 || r.Rules[0].Requests != 2 {
 		t.Errorf("browsers-caught = %+v", r.Rules)
+	}
+}
+
+// TestJSONNames checks the JSON names of the query results.
+func TestJSONNames(t *testing.T) {
+	lc, bc := NewLimitedClients(), NewBrowsersCaught()
+	read(t, all, lc.Add, bc.Add)
+	for _, tc := range []struct {
+		v    any
+		list string
+		keys []string
+	}{
+		{lc.Result(0), "clients", []string{"client", "class", "requests", "blocked", "would_block", "rules", "first", "last"}},
+		{bc.Result(), "rules", []string{"rule", "requests", "blocked", "would_block", "clients", "top_paths", "first", "last"}},
+	} {
+		data, err := json.Marshal(tc.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"query", "lines", "parsed", "unparsed", "files", "requests", "decisions"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s lacks %q", m["query"], k)
+			}
+		}
+		first := m[tc.list].([]any)[0].(map[string]any)
+		for _, k := range tc.keys {
+			if _, ok := first[k]; !ok {
+				t.Errorf("%s: %s[0] lacks %q: %s", m["query"], tc.list, k, data)
+			}
+		}
 	}
 }

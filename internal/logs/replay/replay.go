@@ -14,9 +14,11 @@
 // Each request record becomes the request the rules would have seen: its
 // method; its path percent-decoded and cleaned as the gateway cleans it;
 // its query; Host (ALB and WAF logs record it); the User-Agent header;
-// and the route its path matches among the configuration's routes (a
+// and the route its path matches among the configuration's routes. A
 // request no route matches is counted as unrouted and not evaluated, as
-// the gateway answers it 404 before the rules). Other headers, cookies,
+// the gateway answers it 404 before the rules; so is a record whose
+// request line was not HTTP (its method or target missing), which the
+// gateway's HTTP server answers 400. Other headers, cookies,
 // sessions and API client ids are not in access logs: rules that read
 // them see them absent.
 //
@@ -169,11 +171,13 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	r.now = max(r.now, rec.Time)
 	r.cur.client = id
 	r.cur.hour = floorDiv(rec.Time, int64(time.Hour))
-
-	method := "GET"
-	if len(rec.Method) > 0 {
-		method = r.intern(rec.Method)
+	if len(rec.Method) == 0 || len(rec.Target) == 0 {
+		// Not an HTTP request line (TLS on a plain port, "-"): the
+		// gateway's HTTP server answers it 400 before any route or rule.
+		r.unrouted++
+		return
 	}
+	method := r.intern(rec.Method)
 	target := rec.Target
 	rawPath, rawQuery := target, []byte(nil)
 	if q := indexByte(target, '?'); q >= 0 {
@@ -269,7 +273,8 @@ func (r *Replay) clientKey(id baseline.ClientID) clientKey {
 	return r.clients[id]
 }
 
-// Unrouted returns the number of requests no route matched.
+// Unrouted returns the number of requests no route matched, or whose
+// request line was not HTTP.
 func (r *Replay) Unrouted() int64 { return r.unrouted }
 
 // StoreStats returns the replay store's counts: evictions mean MaxKeys
@@ -304,6 +309,7 @@ type observer struct{ r *Replay }
 
 var _ rules.Observer = observer{}
 
+// Observe counts one rule decision (rules.Observer).
 func (o observer) Observe(_ *rules.Request, rule *rules.Rule, out rules.Outcome, _ []byte, _ ratelimit.Decision, err error) {
 	r := o.r
 	i, ok := r.index[rule]
@@ -338,6 +344,7 @@ func (o observer) Observe(_ *rules.Request, rule *rules.Rule, out rules.Outcome,
 	h.clients[r.cur.client] = struct{}{}
 }
 
+// ObserveCandidate counts one candidate limit's decision.
 func (o observer) ObserveCandidate(rule *rules.Rule, i int, out rules.Outcome) {
 	r := o.r
 	ri, ok := r.index[rule]
@@ -349,6 +356,7 @@ func (o observer) ObserveCandidate(rule *rules.Rule, i int, out rules.Outcome) {
 	c.clients[r.cur.client] = struct{}{}
 }
 
+// Charged adds up a rule's charged cost.
 func (o observer) Charged(rule *rules.Rule, cost float64) {
 	if ri, ok := o.r.index[rule]; ok {
 		o.r.stats[ri].charged += cost

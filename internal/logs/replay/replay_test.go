@@ -172,6 +172,7 @@ func TestModes(t *testing.T) {
 		recs = append(recs, record("192.0.2.9", "GET", "/api/score-sets/x/scores", botUA, t0.Add(time.Duration(i)*time.Second)))
 	}
 	recs = append(recs, record("192.0.2.3", "GET", "/elsewhere", browserUA, t0)) // no route
+	recs = append(recs, record("192.0.2.3", "", "", browserUA, t0))              // not HTTP
 	run := func(logOnly bool) *Result {
 		r := New(Options{Rules: set, Routes: Routes(c), LogOnly: logOnly})
 		for _, rec := range recs {
@@ -203,8 +204,8 @@ func TestModes(t *testing.T) {
 		}},
 	} {
 		res := run(tc.logOnly)
-		if res.Unrouted != 1 || res.Requests != 9 {
-			t.Errorf("log-only %v: unrouted %d of %d, want 1 of 9", tc.logOnly, res.Unrouted, res.Requests)
+		if res.Unrouted != 2 || res.Requests != 10 {
+			t.Errorf("log-only %v: unrouted %d of %d, want 2 of 10", tc.logOnly, res.Unrouted, res.Requests)
 		}
 		for _, r := range res.Rules {
 			got := row{r.Matched, r.WouldBlockRequests, r.WouldBlockClients, r.WouldBlockBrowserClients}

@@ -15,11 +15,13 @@ import (
 // Result is what `floodgate replay --json` prints. The line counts and
 // Files are the caller's to fill.
 type Result struct {
+	// Lines, Parsed and Unparsed count the non-empty lines of all files.
 	Lines    int64 `json:"lines"`
 	Parsed   int64 `json:"parsed"`
 	Unparsed int64 `json:"unparsed"`
 	// Requests is the number of request records replayed; Unrouted of
-	// them matched no route and met no rule.
+	// them matched no route, or had no HTTP request line, and met no
+	// rule.
 	Requests int64 `json:"requests"`
 	Unrouted int64 `json:"unrouted"`
 	// Clients is the number of distinct clients.
@@ -32,9 +34,11 @@ type Result struct {
 	// StoreEvictions counts counters the store dropped before they
 	// expired because it was full; non-zero means some clients got their
 	// limit afresh and the counts are low.
-	StoreEvictions uint64      `json:"store_evictions"`
-	Files          []logs.File `json:"files"`
-	Rules          []Rule      `json:"rules"`
+	StoreEvictions uint64 `json:"store_evictions"`
+	// Files says what was read from each log.
+	Files []logs.File `json:"files"`
+	// Rules are the rules replayed, in evaluation order.
+	Rules []Rule `json:"rules"`
 	// Windows are the per-client peaks over the rules' windows, for
 	// comparing thresholds with traffic (baseline's shape).
 	Windows []baseline.Window `json:"windows"`
@@ -42,6 +46,7 @@ type Result struct {
 
 // Rule is what one rule did over the replay.
 type Rule struct {
+	// Name and Action are the rule's.
 	Name   string `json:"name"`
 	Action string `json:"action"`
 	// Limit is the rule's limits as written, "100/5m", several joined by
@@ -79,20 +84,25 @@ type Rule struct {
 
 // A Candidate is a rule's candidate limit and what it would have blocked.
 type Candidate struct {
-	Limit                    string `json:"limit"`
-	WouldBlockRequests       int64  `json:"would_block_requests"`
-	WouldBlockClients        int    `json:"would_block_clients"`
-	WouldBlockBrowserClients int    `json:"would_block_browser_clients"`
+	// Limit is the candidate, "50/5m".
+	Limit string `json:"limit"`
+	// WouldBlockRequests, WouldBlockClients and WouldBlockBrowserClients
+	// are as for Rule.
+	WouldBlockRequests       int64 `json:"would_block_requests"`
+	WouldBlockClients        int   `json:"would_block_clients"`
+	WouldBlockBrowserClients int   `json:"would_block_browser_clients"`
 }
 
 // Hour is a rule's numbers in one hour.
 type Hour struct {
 	// Hour is the start of the hour, RFC 3339 in UTC.
-	Hour                     string `json:"hour"`
-	Matched                  int64  `json:"matched"`
-	WouldBlockRequests       int64  `json:"would_block_requests"`
-	WouldBlockClients        int    `json:"would_block_clients"`
-	WouldBlockBrowserClients int    `json:"would_block_browser_clients"`
+	Hour string `json:"hour"`
+	// Matched, WouldBlockRequests, WouldBlockClients and
+	// WouldBlockBrowserClients are as for Rule, within the hour.
+	Matched                  int64 `json:"matched"`
+	WouldBlockRequests       int64 `json:"would_block_requests"`
+	WouldBlockClients        int   `json:"would_block_clients"`
+	WouldBlockBrowserClients int   `json:"would_block_browser_clients"`
 }
 
 // Result computes the report. The Replay may not be added to after.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/floodgate/floodgate/internal/logs"
 	"github.com/floodgate/floodgate/internal/logs/baseline"
 	"github.com/floodgate/floodgate/internal/logs/replay"
 	"github.com/floodgate/floodgate/ratelimit"
@@ -108,7 +109,7 @@ func (p *page) write(w io.Writer) error { return pageTmpl.Execute(w, p) }
 func i64(n int64) string { return num(n) }
 func itoa(n int) string  { return num(int64(n)) }
 
-func summaryLines(tool string, lines, parsed, unparsed, requests int64, clients int, from, to string) []string {
+func summaryLines(lines, parsed, unparsed, requests int64, clients int, from, to string) []string {
 	s := []string{fmt.Sprintf("%s lines read: %s parsed, %s not parsed (skipped). %s requests from %s clients.",
 		i64(lines), i64(parsed), i64(unparsed), i64(requests), itoa(clients))}
 	if from != "" {
@@ -162,19 +163,15 @@ func peakCells(name string, clients int, p baseline.Peaks) []string {
 	return []string{name, itoa(clients), i64(p.PeakP50), i64(p.PeakP90), i64(p.PeakP99), i64(p.PeakP999), i64(p.PeakMax)}
 }
 
-func fileLines(names []string, formats []string, lines, unparsed []int64) []string {
-	out := make([]string, len(names))
-	for i := range names {
-		out[i] = fmt.Sprintf("%s: %s format, %s lines, %s not parsed", filepath.Base(names[i]), formats[i], i64(lines[i]), i64(unparsed[i]))
-	}
-	return out
+func fileLine(f logs.File) string {
+	return fmt.Sprintf("%s: %s format, %s lines, %s not parsed", filepath.Base(f.Name), f.Format, i64(f.Lines), i64(f.Unparsed))
 }
 
 // BaselineHTML writes r as a self-contained HTML page.
 func BaselineHTML(w io.Writer, r *baseline.Result) error {
-	p := &page{Title: "floodgate baseline", Summary: summaryLines("baseline", r.Lines, r.Parsed, r.Unparsed, r.Requests, r.Clients, r.From, r.To)}
+	p := &page{Title: "floodgate baseline", Summary: summaryLines(r.Lines, r.Parsed, r.Unparsed, r.Requests, r.Clients, r.From, r.To)}
 	for _, f := range r.Files {
-		p.Files = append(p.Files, fileLines([]string{f.Name}, []string{f.Format}, []int64{f.Lines}, []int64{f.Unparsed})...)
+		p.Files = append(p.Files, fileLine(f))
 	}
 	sec := section{ID: "peaks", Heading: "Per-client peaks and suggested thresholds",
 		Intro: "A client's peak is its largest number of requests in one window aligned to a multiple of the window length since the Unix epoch. Suggested thresholds are counted as a fixed-window limit would count them: in every window, the requests of a client past the threshold."}
@@ -217,16 +214,16 @@ func BaselineHTML(w io.Writer, r *baseline.Result) error {
 
 // ReplayHTML writes r as a self-contained HTML page.
 func ReplayHTML(w io.Writer, r *replay.Result) error {
-	p := &page{Title: "floodgate replay", Summary: summaryLines("replay", r.Lines, r.Parsed, r.Unparsed, r.Requests, r.Clients, r.From, r.To)}
+	p := &page{Title: "floodgate replay", Summary: summaryLines(r.Lines, r.Parsed, r.Unparsed, r.Requests, r.Clients, r.From, r.To)}
 	p.Summary = append(p.Summary, fmt.Sprintf("Replayed in %s mode through floodgate's rule engine and in-memory store, with the log's timestamps as the clock.", r.Mode))
 	if r.Unrouted > 0 {
-		p.Summary = append(p.Summary, fmt.Sprintf("%s requests matched no route and met no rule.", i64(r.Unrouted)))
+		p.Summary = append(p.Summary, fmt.Sprintf("%s requests matched no route, or were not HTTP, and met no rule.", i64(r.Unrouted)))
 	}
 	if r.StoreEvictions > 0 {
 		p.Summary = append(p.Summary, fmt.Sprintf("Warning: the store evicted %s counters to stay within its key cap, so the counts are low.", i64(int64(r.StoreEvictions))))
 	}
 	for _, f := range r.Files {
-		p.Files = append(p.Files, fileLines([]string{f.Name}, []string{f.Format}, []int64{f.Lines}, []int64{f.Unparsed})...)
+		p.Files = append(p.Files, fileLine(f))
 	}
 	rt := table{Caption: "What each rule would have refused",
 		Head: []string{"rule", "action", "limit", "algorithm", "matched", "would block", "clients", "browser clients"},

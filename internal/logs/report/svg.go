@@ -168,7 +168,9 @@ func peaksSVG(id, title, desc string, peaks []peakPoint, total, browsers int, ma
 	}
 	xTop := niceMax(float64(xmax) * 1.05)
 	yTop := niceMax(float64(max(total, 1)))
-	lx := func(v float64) float64 { return marginL + math.Log10(math.Max(v, 1))/math.Log10(math.Max(xTop, 10))*plotW }
+	lx := func(v float64) float64 {
+		return marginL + math.Log10(math.Max(v, 1))/math.Log10(math.Max(xTop, 10))*plotW
+	}
 	ly := func(v float64) float64 {
 		return marginT + plotH - math.Log10(math.Max(v, 1))/math.Log10(math.Max(yTop, 10))*plotH
 	}

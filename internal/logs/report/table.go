@@ -134,7 +134,7 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	header(w, "floodgate replay ("+r.Mode+")", logs.Counts{Lines: r.Lines, Parsed: r.Parsed, Unparsed: r.Unparsed},
 		r.Requests, r.Clients, r.From, r.To, r.Files)
 	if r.Unrouted > 0 {
-		fmt.Fprintf(w, "  %s requests matched no route (the gateway answers them 404 before any rule)\n", num(r.Unrouted))
+		fmt.Fprintf(w, "  %s requests matched no route or were not HTTP (the gateway answers them 404 or 400 before any rule)\n", num(r.Unrouted))
 	}
 	if r.StoreEvictions > 0 {
 		fmt.Fprintf(w, "  warning: the store evicted %s counters to stay within its key cap: counts are low; raise store.max_keys\n", num(int64(r.StoreEvictions)))

@@ -1,0 +1,809 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/internal/telemetry"
+)
+
+// The dashboard's template and style sheet, compiled into the binary: the
+// page needs nothing from the network, not even from the admin listener
+// (the style sheet is inlined, the charts are SVG drawn here).
+//
+//go:embed dashboard/dashboard.html.tmpl dashboard/dashboard.css
+var dashboardFiles embed.FS
+
+// Dashboard settings.
+const (
+	// dashboardRefresh is the default auto-refresh period in seconds;
+	// ?refresh=N changes it (0 stops it, as WCAG 2.2.1 asks).
+	dashboardRefresh = 10
+	// rateWindow is how far back the page looks for the previous sample of
+	// the counters it turns into rates; rateMinAge is the shortest
+	// interval it reports a rate over.
+	rateWindow = 5 * time.Minute
+	rateMinAge = 5 * time.Second
+)
+
+// dashboard serves GET /admin/: an HTML page of what the gateway is doing,
+// drawn on the server from the Prometheus registry (Options.Gatherer), the
+// ring of the last hour of rule decisions (telemetry.RingOf) and the live
+// Server. The numbers are in tables; the charts are inline SVG with text
+// alternatives; the page has no script and refreshes itself with a meta
+// refresh.
+//
+// Rates (the 429/403/503 rate, store errors, evictions) are differences
+// between the counters now and a sample taken at an earlier page view,
+// at most rateWindow ago: the first view shows totals only, and the
+// automatic refresh brings the rates.
+type dashboard struct {
+	o    Options
+	ring *telemetry.Ring
+	page *template.Template
+	csp  string
+	now  func() time.Time
+
+	mu      sync.Mutex
+	samples []sample // oldest first, at most rateWindow old
+}
+
+// newDashboard returns the dashboard of o.Server, reading o.Gatherer.
+func newDashboard(o Options) *dashboard {
+	css, err := dashboardFiles.ReadFile("dashboard/dashboard.css")
+	if err != nil {
+		panic(err) // embedded: cannot happen
+	}
+	t := template.Must(template.New("dashboard.html.tmpl").Funcs(template.FuncMap{
+		"num":   formatCount,
+		"num64": func(v float64) string { return formatCount(uint64(max(math.Round(v), 0))) },
+		"rate":  formatRate,
+		"share": formatShare,
+		"secs":  formatSeconds,
+		"cell": func(rule, window, decision string, n uint64) tableCell {
+			return tableCell{Rule: rule, Window: window, Decision: decision, N: n}
+		},
+		"css": func() template.CSS { return template.CSS(css) },
+	}).ParseFS(dashboardFiles, "dashboard/dashboard.html.tmpl"))
+	sum := sha256.Sum256(css)
+	return &dashboard{
+		o:    o,
+		ring: telemetry.RingOf(o.Gatherer),
+		page: t,
+		// Nothing but the inline style sheet (by hash) and inline images.
+		csp: "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+			"'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+		now: time.Now,
+	}
+}
+
+func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	refresh := dashboardRefresh
+	if v := r.URL.Query().Get("refresh"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 3600 {
+			problem(w, http.StatusBadRequest, "refresh must be a number of seconds from 0 (off) to 3600")
+			return
+		}
+		refresh = n
+		if refresh == 1 {
+			refresh = 2
+		}
+	}
+	p := d.build(r.Context(), refresh)
+	var buf bytes.Buffer
+	if err := d.page.Execute(&buf, p); err != nil {
+		problem(w, http.StatusInternalServerError, "dashboard: "+err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", d.csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	_, _ = w.Write(buf.Bytes())
+}
+
+// page is what the template shows.
+type page struct {
+	Generated  time.Time
+	Refresh    int
+	Mode       string
+	LogOnly    bool
+	Hash       string
+	File, Env  string
+	Version    string
+	Uptime     string
+	Ready      string // "" when ready
+	Notices    []string
+	HasHistory bool
+	Overview   chart
+	Top        []ruleRow
+	Rules      []ruleRow
+	Untracked  []string
+	Answers    []answerRow
+	RateOver   string // the interval the rates are over, "" for none
+	Store      storeView
+	Inflight   float64
+	Caps       []capRow
+	Reloads    reloadView
+	Sessions   []metricRow
+	Plans      []metricRow
+}
+
+type ruleRow struct {
+	Name, Action, Limits string
+	Removed              bool      // no longer configured (still in the ring)
+	Hour, Total          [4]uint64 // by rules.Outcome
+	HasTotal             bool
+	Chart                chart
+}
+
+// Limited is what the rule refused or would have: blocked, would_block
+// and denied, over the last hour.
+func (r ruleRow) Limited() uint64 {
+	return r.Hour[rules.Blocked] + r.Hour[rules.WouldBlock] + r.Hour[rules.Denied]
+}
+
+// Outcome indexes for the template.
+func (ruleRow) Allowed() int    { return int(rules.Allowed) }
+func (ruleRow) Blocked() int    { return int(rules.Blocked) }
+func (ruleRow) WouldBlock() int { return int(rules.WouldBlock) }
+func (ruleRow) Denied() int     { return int(rules.Denied) }
+
+// tableCell is one count of the rules table, marked with its rule, window
+// and decision so that tests and scrapers of the page can find it.
+type tableCell struct {
+	Rule, Window, Decision string
+	N                      uint64
+}
+
+type answerRow struct {
+	Code, Meaning string
+	Total, Share  float64 // since start; Share of every answer
+	Rate          float64 // per second over page.RateOver
+	RecentShare   float64
+	HasRate       bool
+}
+
+type storeView struct {
+	Kind                     string // memory, redis
+	Errors                   float64
+	ErrorRate                float64
+	HasRate                  bool
+	Keys, MaxKeys            float64
+	HasKeys                  bool
+	Fill                     float64 // Keys / MaxKeys
+	Evictions, Expired       float64
+	EvictionRate             float64
+	Sampled                  float64 // sampled decisions (one in 16)
+	Mean, P50, P99           float64 // seconds, since start
+	RecentP99, RecentMean    float64
+	HasLatency, HasRecentLat bool
+	Degraded                 []metricRow
+	Other                    []metricRow // every other floodgate_store_* and floodgate_redis_* series
+}
+
+type capRow struct {
+	Kind, Name string // rule or route
+	Cap        string
+	Refused    string // last hour (rules) or since start (routes)
+}
+
+type reloadView struct {
+	Success, Failure float64
+	Last             string
+}
+
+// metricRow is one series of a family shown as is.
+type metricRow struct {
+	Name, Labels string
+	Value        float64
+}
+
+// sample is the counters a rate is computed from.
+type sample struct {
+	at                time.Time
+	codes             map[string]float64 // "429", "403", "503", "all"
+	storeErrors       float64
+	evictions         float64
+	latCount, latSum  float64
+	latBounds, latCum []float64
+}
+
+// build gathers everything the page shows.
+func (d *dashboard) build(ctx context.Context, refresh int) page {
+	now := d.now()
+	srv := d.o.Server
+	g := srv.Current()
+	f := g.Config()
+	p := page{
+		Generated: now.UTC(),
+		Refresh:   refresh,
+		LogOnly:   srv.LogOnly(),
+		Mode:      modeName(srv.LogOnly()),
+		Hash:      srv.Hash(),
+		File:      f.Name,
+		Env:       f.Env,
+	}
+	if d.o.Ready != nil {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if err := d.o.Ready(rctx); err != nil {
+			p.Ready = err.Error()
+		}
+		cancel()
+	}
+	fams, err := d.o.Gatherer.Gather()
+	if err != nil {
+		p.Notices = append(p.Notices, "Some metrics could not be gathered: "+err.Error())
+	}
+	byName := make(map[string]*dto.MetricFamily, len(fams))
+	for _, mf := range fams {
+		byName[mf.GetName()] = mf
+	}
+	if mf := byName["floodgate_build_info"]; mf != nil && len(mf.Metric) > 0 {
+		p.Version = labelsOf(mf.Metric[0])["version"]
+	}
+	if v, ok := single(byName, "process_start_time_seconds"); ok && v > 0 {
+		start := time.Unix(0, int64(v*1e9))
+		p.Uptime = now.Sub(start).Truncate(time.Second).String()
+	}
+
+	d.rules(&p, f, byName, now)
+	cur := d.answersAndStore(&p, byName, now)
+	d.rates(&p, cur)
+
+	p.Inflight, _ = single(byName, "floodgate_inflight_requests")
+	p.Caps = caps(f, p.Rules, byName)
+
+	if mf := byName["floodgate_config_reloads_total"]; mf != nil {
+		for _, m := range mf.Metric {
+			switch labelsOf(m)["result"] {
+			case "success":
+				p.Reloads.Success = value(m)
+			case "failure":
+				p.Reloads.Failure = value(m)
+			}
+		}
+	}
+	if v, ok := single(byName, "floodgate_config_last_reload_success_timestamp_seconds"); ok && v > 0 {
+		p.Reloads.Last = time.Unix(0, int64(v*1e9)).UTC().Format(time.RFC3339)
+	}
+	// Sessions (SPEC O4, O9) and plans (O8) are not built yet: show their
+	// series once floodgate exports them, and say so until then.
+	p.Sessions = seriesWithPrefix(fams, "floodgate_session")
+	p.Plans = seriesWithPrefix(fams, "floodgate_plan")
+	return p
+}
+
+// rules fills the rule table and charts: the configured rules in order,
+// then rules a reload removed that still have decisions in the ring.
+func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.MetricFamily, now time.Time) {
+	hist := map[string]telemetry.RuleHistory{}
+	var h telemetry.History
+	if d.ring != nil {
+		h = d.ring.SnapshotAt(now)
+		p.HasHistory = true
+		p.Untracked = h.Untracked
+		for _, rh := range h.Rules {
+			hist[rh.Rule] = rh
+		}
+	}
+	totals := map[string]*[4]uint64{}
+	if mf := byName["floodgate_rule_decisions_total"]; mf != nil {
+		outcome := map[string]rules.Outcome{}
+		for i, n := range rules.OutcomeNames() {
+			outcome[n] = rules.Outcome(i)
+		}
+		for _, m := range mf.Metric {
+			l := labelsOf(m)
+			o, ok := outcome[l["decision"]]
+			if !ok {
+				continue
+			}
+			t := totals[l["rule"]]
+			if t == nil {
+				t = new([4]uint64)
+				totals[l["rule"]] = t
+			}
+			t[o] = uint64(value(m))
+		}
+	}
+	configured := map[string]bool{}
+	row := func(name string) ruleRow {
+		rr := ruleRow{Name: name}
+		if rh, ok := hist[name]; ok {
+			rr.Hour = rh.Total
+			rr.Chart = ruleChart(name, rh, h.Bucket)
+		}
+		if t := totals[name]; t != nil {
+			rr.Total, rr.HasTotal = *t, true
+		}
+		return rr
+	}
+	for _, rc := range f.Config.Rules {
+		configured[rc.Name] = true
+		rr := row(rc.Name)
+		rr.Action = rc.Action
+		if rr.Action == "" {
+			rr.Action = config.ActionBlock
+		}
+		var lim []string
+		lim = append(lim, rc.Limits...)
+		if rc.MaxInflight > 0 {
+			lim = append(lim, fmt.Sprintf("max_inflight %d", rc.MaxInflight))
+		}
+		if rc.MaxInflightPerKey > 0 {
+			lim = append(lim, fmt.Sprintf("max_inflight_per_key %d", rc.MaxInflightPerKey))
+		}
+		rr.Limits = strings.Join(lim, ", ")
+		p.Rules = append(p.Rules, rr)
+	}
+	for _, rh := range h.Rules {
+		if configured[rh.Rule] {
+			continue
+		}
+		if rh.Total == ([4]uint64{}) {
+			continue
+		}
+		rr := row(rh.Rule)
+		rr.Removed = true
+		p.Rules = append(p.Rules, rr)
+	}
+	p.Overview = overviewChart(h)
+
+	top := append([]ruleRow(nil), p.Rules...)
+	sort.SliceStable(top, func(i, j int) bool { return top[i].Limited() > top[j].Limited() })
+	for _, rr := range top {
+		if rr.Limited() == 0 || len(p.Top) == 5 {
+			break
+		}
+		p.Top = append(p.Top, rr)
+	}
+}
+
+// answersAndStore reads the counters behind the answers and store
+// sections and returns them as a sample for rates.
+func (d *dashboard) answersAndStore(p *page, byName map[string]*dto.MetricFamily, now time.Time) sample {
+	cur := sample{at: now, codes: map[string]float64{}}
+	if mf := byName["floodgate_requests_total"]; mf != nil {
+		for _, m := range mf.Metric {
+			v := value(m)
+			cur.codes["all"] += v
+			cur.codes[labelsOf(m)["code"]] += v
+		}
+	}
+	for _, c := range []struct{ code, meaning string }{
+		{"429", "rate limited (a block rule)"},
+		{"403", "denied (a deny rule)"},
+		{"503", "unavailable (a concurrency cap, a fail_closed store, or the upstream)"},
+	} {
+		a := answerRow{Code: c.code, Meaning: c.meaning, Total: cur.codes[c.code]}
+		if all := cur.codes["all"]; all > 0 {
+			a.Share = a.Total / all
+		}
+		p.Answers = append(p.Answers, a)
+	}
+
+	s := &p.Store
+	s.Kind = "memory"
+	if _, ok := byName["floodgate_redis_up"]; ok {
+		s.Kind = "redis"
+	}
+	s.Errors, _ = single(byName, "floodgate_store_errors_total")
+	cur.storeErrors = s.Errors
+	var okKeys, okMax bool
+	s.Keys, okKeys = single(byName, "floodgate_store_keys")
+	s.MaxKeys, okMax = single(byName, "floodgate_store_max_keys")
+	s.HasKeys = okKeys && okMax
+	if s.HasKeys && s.MaxKeys > 0 {
+		s.Fill = s.Keys / s.MaxKeys
+	}
+	s.Evictions, _ = single(byName, "floodgate_store_evictions_total")
+	s.Expired, _ = single(byName, "floodgate_store_expired_total")
+	cur.evictions = s.Evictions
+	if mf := byName["floodgate_store_duration_seconds"]; mf != nil && len(mf.Metric) == 1 && mf.Metric[0].Histogram != nil {
+		hg := mf.Metric[0].Histogram
+		cur.latCount, cur.latSum = float64(hg.GetSampleCount()), hg.GetSampleSum()
+		for _, b := range hg.Bucket {
+			cur.latBounds = append(cur.latBounds, b.GetUpperBound())
+			cur.latCum = append(cur.latCum, float64(b.GetCumulativeCount()))
+		}
+		s.Sampled = cur.latCount
+		if cur.latCount > 0 {
+			s.HasLatency = true
+			s.Mean = cur.latSum / cur.latCount
+			s.P50 = quantile(0.5, cur.latBounds, cur.latCum, cur.latCount)
+			s.P99 = quantile(0.99, cur.latBounds, cur.latCum, cur.latCount)
+		}
+	}
+	if mf := byName["floodgate_store_degraded_decisions_total"]; mf != nil {
+		for _, m := range mf.Metric {
+			if v := value(m); v > 0 {
+				s.Degraded = append(s.Degraded, metricRow{Name: mf.GetName(), Labels: labelString(m), Value: v})
+			}
+		}
+	}
+	shown := map[string]bool{
+		"floodgate_store_errors_total": true, "floodgate_store_keys": true, "floodgate_store_max_keys": true,
+		"floodgate_store_evictions_total": true, "floodgate_store_expired_total": true,
+		"floodgate_store_duration_seconds": true, "floodgate_store_degraded_decisions_total": true,
+	}
+	for _, prefix := range []string{"floodgate_store_", "floodgate_redis_"} {
+		for _, mr := range seriesWithPrefix(sortedFamilies(byName), prefix) {
+			if !shown[mr.Name] {
+				s.Other = append(s.Other, mr)
+			}
+		}
+	}
+	return cur
+}
+
+// rates compares cur with the oldest sample of the last rateWindow, then
+// keeps cur for later views.
+func (d *dashboard) rates(p *page, cur sample) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	keep := d.samples[:0]
+	for _, s := range d.samples {
+		if cur.at.Sub(s.at) <= rateWindow {
+			keep = append(keep, s)
+		}
+	}
+	d.samples = keep
+	if len(d.samples) > 0 {
+		old := d.samples[0]
+		if dt := cur.at.Sub(old.at); dt >= rateMinAge {
+			secs := dt.Seconds()
+			p.RateOver = dt.Round(time.Second).String()
+			all := cur.codes["all"] - old.codes["all"]
+			for i := range p.Answers {
+				a := &p.Answers[i]
+				n := cur.codes[a.Code] - old.codes[a.Code]
+				a.Rate, a.HasRate = max(n, 0)/secs, true
+				if all > 0 {
+					a.RecentShare = max(n, 0) / all
+				}
+			}
+			p.Store.ErrorRate = max(cur.storeErrors-old.storeErrors, 0) / secs
+			p.Store.EvictionRate = max(cur.evictions-old.evictions, 0) / secs
+			p.Store.HasRate = true
+			if n := cur.latCount - old.latCount; n > 0 && len(cur.latCum) == len(old.latCum) {
+				diff := make([]float64, len(cur.latCum))
+				for i := range diff {
+					diff[i] = cur.latCum[i] - old.latCum[i]
+				}
+				p.Store.HasRecentLat = true
+				p.Store.RecentMean = (cur.latSum - old.latSum) / n
+				p.Store.RecentP99 = quantile(0.99, cur.latBounds, diff, n)
+			}
+		}
+	}
+	// One sample every couple of seconds is plenty, however many viewers.
+	if n := len(d.samples); n == 0 || cur.at.Sub(d.samples[n-1].at) >= 2*time.Second {
+		d.samples = append(d.samples, cur)
+	}
+}
+
+// caps lists the concurrency caps of the configuration.
+func caps(f *config.File, rows []ruleRow, byName map[string]*dto.MetricFamily) []capRow {
+	var out []capRow
+	refused := map[string]uint64{}
+	for _, r := range rows {
+		refused[r.Name] = r.Hour[rules.Blocked] + r.Hour[rules.WouldBlock]
+	}
+	for _, rc := range f.Config.Rules {
+		var c []string
+		if rc.MaxInflight > 0 {
+			c = append(c, fmt.Sprintf("%d in flight", rc.MaxInflight))
+		}
+		if rc.MaxInflightPerKey > 0 {
+			c = append(c, fmt.Sprintf("%d in flight per key", rc.MaxInflightPerKey))
+		}
+		if len(c) > 0 {
+			out = append(out, capRow{Kind: "rule", Name: rc.Name, Cap: strings.Join(c, ", "),
+				Refused: formatCount(refused[rc.Name]) + " in the last hour"})
+		}
+	}
+	route503 := map[string]float64{}
+	if mf := byName["floodgate_requests_total"]; mf != nil {
+		for _, m := range mf.Metric {
+			if l := labelsOf(m); l["code"] == "503" {
+				route503[l["route"]] += value(m)
+			}
+		}
+	}
+	for _, rc := range f.Config.Routes {
+		if rc.MaxInflight > 0 {
+			out = append(out, capRow{Kind: "route", Name: rc.Name, Cap: fmt.Sprintf("%d in flight", rc.MaxInflight),
+				Refused: formatCount(uint64(route503[rc.Name])) + " 503s since start (all causes)"})
+		}
+	}
+	return out
+}
+
+// quantile estimates the q-quantile of a histogram from its cumulative
+// bucket counts, as PromQL's histogram_quantile does: linear within the
+// bucket, and the highest finite bound for the +Inf bucket.
+func quantile(q float64, bounds, cum []float64, count float64) float64 {
+	if count <= 0 || len(bounds) == 0 {
+		return math.NaN()
+	}
+	rank := q * count
+	lower, below := 0.0, 0.0
+	for i, ub := range bounds {
+		if cum[i] >= rank {
+			in := cum[i] - below
+			if in <= 0 {
+				return ub
+			}
+			return lower + (ub-lower)*(rank-below)/in
+		}
+		lower, below = ub, cum[i]
+	}
+	return bounds[len(bounds)-1]
+}
+
+// chart is an inline SVG bar chart of enforced refusals (blocked and
+// denied) and shadow would-blocks per minute over the last hour.
+type chart struct {
+	ID, Title, Desc string
+	Width, Height   int
+	PlotTop         int
+	PlotBottom      int
+	YMax            string
+	Bars            []bar
+	Empty           bool
+}
+
+type bar struct {
+	X, Y, W, H float64
+	Hatched    bool // would-block: hatched, so the series differ without colour
+}
+
+const minutes = 60
+
+// perMinute sums the ring's buckets of decisions o… into minutes, oldest
+// first.
+func perMinute(buckets [][4]uint64, bucket time.Duration, os ...rules.Outcome) []uint64 {
+	out := make([]uint64, minutes)
+	per := int(time.Minute / bucket)
+	n := len(buckets)
+	for j, b := range buckets {
+		m := minutes - 1 - (n-1-j)/per
+		if m < 0 {
+			continue
+		}
+		for _, o := range os {
+			out[m] += b[o]
+		}
+	}
+	return out
+}
+
+// newChart lays out the two series as grouped bars.
+func newChart(id, title string, width, height int, enforced, shadow []uint64) chart {
+	c := chart{ID: id, Title: title, Width: width, Height: height, PlotTop: 8, PlotBottom: height - 20}
+	var peak, sumE, sumS uint64
+	peakAt := 0
+	for i := range enforced {
+		sumE += enforced[i]
+		sumS += shadow[i]
+		if m := max(enforced[i], shadow[i]); m > peak {
+			peak, peakAt = m, i
+		}
+	}
+	c.Empty = peak == 0
+	top := niceCeil(peak)
+	c.YMax = formatCount(top)
+	left, right := 44.0, float64(width)-4
+	slot := (right - left) / minutes
+	plotH := float64(c.PlotBottom - c.PlotTop)
+	for i := range enforced {
+		x := left + float64(i)*slot
+		for k, v := range []uint64{enforced[i], shadow[i]} {
+			if v == 0 {
+				continue
+			}
+			h := plotH * float64(v) / float64(top)
+			if h < 1.5 {
+				h = 1.5 // a count of 1 stays visible
+			}
+			c.Bars = append(c.Bars, bar{
+				X: round1(x + 0.5 + float64(k)*(slot-1)/2), Y: round1(float64(c.PlotBottom) - h),
+				W: round1(max((slot-1)/2, 1)), H: round1(h), Hatched: k == 1,
+			})
+		}
+	}
+	if c.Empty {
+		c.Desc = "No blocks, denials or would-blocks in the last 60 minutes."
+	} else {
+		c.Desc = fmt.Sprintf("Last 60 minutes, per minute: %s enforced (blocked or denied) and %s would-block in all; the busiest minute, %d minutes ago, had %s.",
+			formatCount(sumE), formatCount(sumS), minutes-1-peakAt, formatCount(peak))
+	}
+	return c
+}
+
+func overviewChart(h telemetry.History) chart {
+	enforced := make([]uint64, minutes)
+	shadow := make([]uint64, minutes)
+	for _, rh := range h.Rules {
+		e := perMinute(rh.Buckets, h.Bucket, rules.Blocked, rules.Denied)
+		s := perMinute(rh.Buckets, h.Bucket, rules.WouldBlock)
+		for i := range enforced {
+			enforced[i] += e[i]
+			shadow[i] += s[i]
+		}
+	}
+	return newChart("overview", "Enforced blocks and shadow would-blocks per minute, all rules", 1180, 200, enforced, shadow)
+}
+
+func ruleChart(name string, rh telemetry.RuleHistory, bucket time.Duration) chart {
+	return newChart("rule-"+name, "Rule "+name+": enforced and would-block per minute", 360, 110,
+		perMinute(rh.Buckets, bucket, rules.Blocked, rules.Denied), perMinute(rh.Buckets, bucket, rules.WouldBlock))
+}
+
+// niceCeil rounds n up to 1, 2 or 5 times a power of ten (at least 1).
+func niceCeil(n uint64) uint64 {
+	if n <= 1 {
+		return 1
+	}
+	p := uint64(1)
+	for {
+		for _, m := range []uint64{1, 2, 5} {
+			if m*p >= n {
+				return m * p
+			}
+		}
+		p *= 10
+	}
+}
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
+
+// Metric helpers.
+
+func labelsOf(m *dto.Metric) map[string]string {
+	out := make(map[string]string, len(m.Label))
+	for _, l := range m.Label {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}
+
+func labelString(m *dto.Metric) string {
+	var parts []string
+	for _, l := range m.Label {
+		parts = append(parts, l.GetName()+"="+strconv.Quote(l.GetValue()))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// value returns a counter's, gauge's or untyped metric's value; a
+// histogram's or summary's sample count.
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Counter != nil:
+		return m.Counter.GetValue()
+	case m.Gauge != nil:
+		return m.Gauge.GetValue()
+	case m.Untyped != nil:
+		return m.Untyped.GetValue()
+	case m.Histogram != nil:
+		return float64(m.Histogram.GetSampleCount())
+	case m.Summary != nil:
+		return float64(m.Summary.GetSampleCount())
+	}
+	return math.NaN()
+}
+
+// single returns the value of a family with one unlabelled series.
+func single(byName map[string]*dto.MetricFamily, name string) (float64, bool) {
+	mf := byName[name]
+	if mf == nil || len(mf.Metric) == 0 {
+		return 0, false
+	}
+	return value(mf.Metric[0]), true
+}
+
+func sortedFamilies(byName map[string]*dto.MetricFamily) []*dto.MetricFamily {
+	out := make([]*dto.MetricFamily, 0, len(byName))
+	for _, mf := range byName {
+		out = append(out, mf)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
+	return out
+}
+
+// seriesWithPrefix lists every series of the families whose name starts
+// with prefix (Gather returns families sorted by name).
+func seriesWithPrefix(fams []*dto.MetricFamily, prefix string) []metricRow {
+	var out []metricRow
+	for _, mf := range fams {
+		if !strings.HasPrefix(mf.GetName(), prefix) {
+			continue
+		}
+		for _, m := range mf.Metric {
+			out = append(out, metricRow{Name: mf.GetName(), Labels: labelString(m), Value: value(m)})
+		}
+	}
+	return out
+}
+
+// Formatting.
+
+// formatCount writes n with thin-space-free comma grouping: 12,345.
+func formatCount(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	if len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	pre := len(s) % 3
+	if pre > 0 {
+		b.WriteString(s[:pre])
+	}
+	for i := pre; i < len(s); i += 3 {
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s[i : i+3])
+	}
+	return b.String()
+}
+
+// formatRate writes a per-second rate.
+func formatRate(v float64) string {
+	switch {
+	case v == 0:
+		return "0/s"
+	case v < 0.01:
+		return fmt.Sprintf("%.2f/min", v*60)
+	case v < 10:
+		return fmt.Sprintf("%.2f/s", v)
+	}
+	return fmt.Sprintf("%.0f/s", v)
+}
+
+// formatShare writes a fraction as a percentage.
+func formatShare(v float64) string {
+	switch {
+	case v == 0:
+		return "0%"
+	case v < 0.001:
+		return "<0.1%"
+	}
+	return fmt.Sprintf("%.1f%%", v*100)
+}
+
+// formatSeconds writes a duration in seconds with a fitting unit.
+func formatSeconds(s float64) string {
+	switch {
+	case math.IsNaN(s):
+		return "—"
+	case s < 1e-6:
+		return fmt.Sprintf("%.0f ns", s*1e9)
+	case s < 1e-3:
+		return fmt.Sprintf("%.1f µs", s*1e6)
+	case s < 1:
+		return fmt.Sprintf("%.1f ms", s*1e3)
+	}
+	return fmt.Sprintf("%.2f s", s)
+}

@@ -1,0 +1,396 @@
+package admin
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/telemetry"
+)
+
+const dashToken = "0123456789abcdef-dashboard"
+
+// dashYAML has one rule of each kind the dashboard tells apart.
+const dashYAML = `
+%s
+store: {url: memory, max_keys: 2048}
+upstreams: {api: {url: "%s"}}
+routes:
+  - {name: csv, path: "/csv/{id}", upstream: api, max_inflight: 8}
+  - {name: api, path: /, upstream: api}
+rules:
+  - {name: shadow-requests, action: count, limits: [5/1m]}
+  - {name: bots, when: "request.user_agent.contains('GPTBot')", action: deny}
+  - {name: per-ip, limits: [3/1m], retry_after: 300s}
+  - {name: cap-builds, when: "route.name == 'csv'", key: [], max_inflight: 2}
+`
+
+type dashEnv struct {
+	h   http.Handler
+	srv *gateway.Server
+	m   *telemetry.Metrics
+	up  *httptest.Server
+}
+
+// newDashEnv builds a gateway in front of an echo upstream, and the admin
+// handler around it. adminLine is the config's admin: line ("" for none).
+func newDashEnv(t *testing.T, adminLine string, ready func(context.Context) error) *dashEnv {
+	t.Helper()
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(up.Close)
+	yaml := strings.Replace(strings.Replace(dashYAML, "%s", adminLine, 1), "%s", up.URL, 1)
+	vars := map[string]string{"TOKEN": dashToken}
+	f, err := config.Parse("dash.yaml", []byte(yaml), "", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	m := telemetry.NewMetrics("test")
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{
+		Store: gateway.NewMemoryStore(f.Config.Store.MaxKeys, nil, m), Metrics: m, Logger: slog.New(slog.DiscardHandler),
+	})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	return &dashEnv{h: Handler(Options{Gatherer: m.Registry, Server: srv, Ready: ready}), srv: srv, m: m, up: up}
+}
+
+// send makes n requests from ip through the gateway.
+func (e *dashEnv) send(t *testing.T, n int, ip, path, ua string) {
+	t.Helper()
+	for range n {
+		r := httptest.NewRequest("GET", path, nil)
+		r.RemoteAddr = ip + ":4000"
+		if ua != "" {
+			r.Header.Set("User-Agent", ua)
+		}
+		w := httptest.NewRecorder()
+		e.srv.ServeHTTP(w, r)
+	}
+}
+
+func get(h http.Handler, path, auth, remote string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest("GET", path, nil)
+	r.RemoteAddr = remote
+	if auth != "" {
+		r.Header.Set("Authorization", auth)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// TestDashboardAccess: the page reveals as much as /admin/config and is
+// guarded the same way: the token, or a loopback peer when there is none.
+func TestDashboardAccess(t *testing.T) {
+	withTok := newDashEnv(t, `admin: {token: "${TOKEN}"}`, nil)
+	noTok := newDashEnv(t, "", nil)
+	for _, tc := range []struct {
+		name   string
+		env    *dashEnv
+		path   string
+		auth   string
+		remote string
+		want   int
+	}{
+		{"token set, none sent, remote peer", withTok, "/admin/", "", "203.0.113.9:5000", 401},
+		{"token set, none sent, loopback peer", withTok, "/admin/", "", "127.0.0.1:5000", 401},
+		{"token set, wrong token", withTok, "/admin/", "Bearer not-the-token-at-all", "203.0.113.9:5000", 401},
+		{"token set, right token, remote peer", withTok, "/admin/", "Bearer " + dashToken, "203.0.113.9:5000", 200},
+		{"no token, remote peer", noTok, "/admin/", "", "203.0.113.9:5000", 403},
+		{"no token, remote peer claiming a token", noTok, "/admin/", "Bearer " + dashToken, "198.51.100.1:5000", 403},
+		{"no token, loopback peer", noTok, "/admin/", "", "127.0.0.1:5000", 200},
+		{"no token, IPv6 loopback peer", noTok, "/admin/", "", "[::1]:5000", 200},
+		{"unknown admin path", noTok, "/admin/nope", "", "127.0.0.1:5000", 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := get(tc.env.h, tc.path, tc.auth, tc.remote)
+			if w.Code != tc.want {
+				t.Fatalf("GET %s = %d, want %d\n%s", tc.path, w.Code, tc.want, w.Body)
+			}
+			body := w.Body.String()
+			if tc.want != 200 {
+				if strings.Contains(body, "shadow-requests") || strings.Contains(body, "sha256:") {
+					t.Errorf("a refused request saw the dashboard:\n%s", body)
+				}
+				return
+			}
+			if ct := w.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			if cc := w.Header().Get("Cache-Control"); cc != "no-store" {
+				t.Errorf("Cache-Control = %q, want no-store", cc)
+			}
+		})
+	}
+	if w := get(noTok.h, "/admin", "", "127.0.0.1:5000"); w.Code != http.StatusMovedPermanently || w.Header().Get("Location") != "/admin/" {
+		t.Errorf("GET /admin = %d Location %q, want 301 to /admin/", w.Code, w.Header().Get("Location"))
+	}
+}
+
+// cellRE finds the rule table's counts.
+var cellRE = regexp.MustCompile(`data-rule="([^"]+)" data-window="(hour|total)" data-decision="([a-z_]+)">([0-9,]+)<`)
+
+// cells returns the rule table of a page: rule → window → decision → count.
+func cells(t *testing.T, page string) map[string]map[string]map[string]int {
+	t.Helper()
+	out := map[string]map[string]map[string]int{}
+	for _, m := range cellRE.FindAllStringSubmatch(page, -1) {
+		n, err := strconv.Atoi(strings.ReplaceAll(m[4], ",", ""))
+		if err != nil {
+			t.Fatalf("cell %q: %v", m[0], err)
+		}
+		if out[m[1]] == nil {
+			out[m[1]] = map[string]map[string]int{}
+		}
+		if out[m[1]][m[2]] == nil {
+			out[m[1]][m[2]] = map[string]int{}
+		}
+		out[m[1]][m[2]][m[3]] = n
+	}
+	return out
+}
+
+func TestDashboardShowsDecisions(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	e.send(t, 8, "198.51.100.1", "/x", "")               // per-ip: 3 allowed, 5 blocked; shadow: 5 allowed, 3 would-block
+	e.send(t, 2, "198.51.100.2", "/x", "GPTBot/1.2")     // bots: 2 denied
+	e.send(t, 1, "198.51.100.3", "/csv/1", "curl/8.5.0") // the cap: allowed
+	w := get(e.h, "/admin/", "", "127.0.0.1:5000")
+	if w.Code != 200 {
+		t.Fatalf("GET /admin/ = %d\n%s", w.Code, w.Body)
+	}
+	page := w.Body.String()
+	got := cells(t, page)
+	for _, c := range []struct {
+		rule, decision string
+		want           int
+	}{
+		{"shadow-requests", "allowed", 8},
+		{"shadow-requests", "would_block", 3},
+		{"bots", "denied", 2},
+		{"per-ip", "allowed", 4},
+		{"per-ip", "blocked", 5},
+		{"cap-builds", "allowed", 1},
+		{"cap-builds", "blocked", 0},
+	} {
+		for _, window := range []string{"hour", "total"} {
+			if n := got[c.rule][window][c.decision]; n != c.want {
+				t.Errorf("%s %s %s = %d, want %d", c.rule, window, c.decision, n, c.want)
+			}
+		}
+	}
+	for _, want := range []string{
+		`<html lang="en">`,
+		`data-mode="enforce"`,
+		e.srv.Hash(),
+		`<meta http-equiv="refresh" content="10">`,
+		`<caption>`, `scope="col"`, `scope="row"`,
+		`role="img" aria-labelledby="overview-title overview-desc"`,
+		`<title id="rule-per-ip-title">`,
+		`data-status="not-configured"`, // sessions and plans
+		`<label for="refresh">`,
+		`<th scope="row">429</th>`,
+		`max_inflight 2`, // the cap-builds rule's limit column
+		`>csv</th>`,      // the capped route
+		`data-metric="floodgate_store_keys"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if !regexp.MustCompile(`<li><a href="#rule-per-ip">per-ip</a>: 5 blocked`).MatchString(page) {
+		t.Error("per-ip is not first among the top rules")
+	}
+	// Self-contained: no script, nothing fetched from anywhere.
+	if strings.Contains(strings.ToLower(page), "<script") {
+		t.Error("page has a script")
+	}
+	if m := regexp.MustCompile(`(?i)(src|href|action)\s*=\s*"(https?:)?//`).FindString(page); m != "" {
+		t.Errorf("page refers to another host: %s", m)
+	}
+	if m := regexp.MustCompile(`(?i)url\(\s*['"]?(https?:)?//`).FindString(page); m != "" {
+		t.Errorf("style sheet loads from another host: %s", m)
+	}
+	csp := w.Header().Get("Content-Security-Policy")
+	if !strings.HasPrefix(csp, "default-src 'none'; style-src 'sha256-") {
+		t.Errorf("Content-Security-Policy = %q", csp)
+	}
+	// No client address, ever.
+	for _, ip := range []string{"198.51.100.1", "198.51.100.2", "198.51.100.3"} {
+		if strings.Contains(page, ip) {
+			t.Errorf("page shows client address %s", ip)
+		}
+	}
+}
+
+// TestDashboardRefresh: ?refresh=0 turns the automatic refresh off
+// (WCAG 2.2.1); nonsense is refused.
+func TestDashboardRefresh(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	page := get(e.h, "/admin/?refresh=0", "", "127.0.0.1:1").Body.String()
+	if strings.Contains(page, `http-equiv="refresh"`) || !strings.Contains(page, "automatic refresh is off") {
+		t.Error("refresh=0 still refreshes")
+	}
+	if page := get(e.h, "/admin/?refresh=30", "", "127.0.0.1:1").Body.String(); !strings.Contains(page, `content="30"`) {
+		t.Error("refresh=30 not applied")
+	}
+	for _, bad := range []string{"-1", "abc", "3601"} {
+		if w := get(e.h, "/admin/?refresh="+bad, "", "127.0.0.1:1"); w.Code != 400 {
+			t.Errorf("refresh=%s: %d, want 400", bad, w.Code)
+		}
+	}
+}
+
+func TestDashboardLogOnlyAndNotReady(t *testing.T) {
+	e := newDashEnv(t, "", func(context.Context) error { return errors.New("store: connection refused") })
+	e.srv.SetMode(true)
+	e.send(t, 1, "198.51.100.2", "/x", "GPTBot/1.2")
+	page := get(e.h, "/admin/", "", "127.0.0.1:1").Body.String()
+	if !strings.Contains(page, `data-mode="log-only"`) {
+		t.Error("mode log-only not shown")
+	}
+	if got := cells(t, page)["bots"]["hour"]; got["would_block"] != 1 || got["denied"] != 0 {
+		t.Errorf("bots in log-only = %v, want one would-block and no denial", got)
+	}
+	if !strings.Contains(page, "not ready: store: connection refused") {
+		t.Error("readiness failure not shown")
+	}
+}
+
+// TestDashboardRates: the second view turns counter differences into
+// rates, over the time between the views.
+func TestDashboardRates(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	clk := struct {
+		sync.Mutex
+		t time.Time
+	}{t: time.Now()}
+	d := newDashboard(Options{Gatherer: e.m.Registry, Server: e.srv})
+	d.now = func() time.Time { clk.Lock(); defer clk.Unlock(); return clk.t }
+	view := func() string {
+		w := httptest.NewRecorder()
+		d.ServeHTTP(w, httptest.NewRequest("GET", "/admin/", nil))
+		return w.Body.String()
+	}
+	e.send(t, 3, "198.51.100.1", "/x", "")
+	if page := view(); !strings.Contains(page, "after the next refresh") {
+		t.Error("first view shows a rate")
+	}
+	e.send(t, 10, "198.51.100.1", "/x", "") // 10 more 429s
+	clk.Lock()
+	clk.t = clk.t.Add(10 * time.Second)
+	clk.Unlock()
+	page := view()
+	if !strings.Contains(page, "rates over the last 10s") {
+		t.Errorf("second view: no rate interval")
+	}
+	row := regexp.MustCompile(`<tr data-code="429">.*</tr>`).FindString(page)
+	if !strings.Contains(row, ">1.00/s<") || !strings.Contains(row, ">100.0%<") {
+		t.Errorf("429 row = %s, want 1.00/s and a recent share of 100%%", row)
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	cum := []float64{50, 90, 100}
+	for _, tc := range []struct{ q, want float64 }{
+		{0.5, 0.001},
+		{0.25, 0.0005},
+		{0.9, 0.01},
+		{0.95, 0.055},
+		{0.99, 0.091},
+	} {
+		if got := quantile(tc.q, bounds, cum, 100); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("quantile(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	// Samples above the highest bound: the highest bound, as PromQL says.
+	if got := quantile(0.99, bounds, []float64{0, 0, 10}, 20); got != 0.1 {
+		t.Errorf("quantile in +Inf = %v, want 0.1", got)
+	}
+	if got := quantile(0.5, bounds, cum, 0); !math.IsNaN(got) {
+		t.Errorf("quantile of nothing = %v, want NaN", got)
+	}
+}
+
+func TestFormatCount(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1,000", 46131: "46,131", 1234567: "1,234,567"} {
+		if got := formatCount(n); got != want {
+			t.Errorf("formatCount(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestDashboardContrast checks the style sheet's text colours against the
+// backgrounds they sit on: at least 4.5:1 (WCAG 2.1 AA, normal text), and
+// 3:1 for the chart's bars against white (non-text contrast).
+func TestDashboardContrast(t *testing.T) {
+	css, err := dashboardFiles.ReadFile("dashboard/dashboard.css")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`--([a-z]+):(#[0-9a-f]{6})`).FindAllStringSubmatch(string(css), -1) {
+		vars[m[1]] = m[2]
+	}
+	for _, p := range []struct {
+		fg, bg string
+		min    float64
+	}{
+		{"fg", "#ffffff", 4.5}, {"muted", "#ffffff", 4.5}, {"fg", "head", 4.5}, {"muted", "head", 4.5},
+		{"link", "#ffffff", 4.5}, {"enforced", "#ffffff", 4.5}, {"shadow", "#ffffff", 4.5},
+		{"#ffffff", "ok", 4.5}, {"#ffffff", "warn", 4.5}, {"fg", "#fff6e5", 4.5}, {"link", "head", 4.5},
+		{"muted", "#fff6e5", 4.5},
+	} {
+		fg, bg := p.fg, p.bg
+		if v, ok := vars[fg]; ok {
+			fg = v
+		}
+		if v, ok := vars[bg]; ok {
+			bg = v
+		}
+		if r := contrast(fg, bg); r < p.min {
+			t.Errorf("%s (%s) on %s (%s): contrast %.2f, want at least %v", p.fg, fg, p.bg, bg, r, p.min)
+		}
+	}
+	// The colours the SVG uses must be the style sheet's.
+	for _, c := range []string{"#a4161a", "#0b4f9c", "#4d4d4d", "#1b1b1b"} {
+		if !strings.Contains(string(css), c) {
+			t.Errorf("chart colour %s is not in the style sheet", c)
+		}
+	}
+}
+
+func contrast(a, b string) float64 {
+	la, lb := luminance(a), luminance(b)
+	if la < lb {
+		la, lb = lb, la
+	}
+	return (la + 0.05) / (lb + 0.05)
+}
+
+func luminance(hex string) float64 {
+	v, _ := strconv.ParseUint(strings.TrimPrefix(hex, "#"), 16, 32)
+	ch := func(c uint64) float64 {
+		s := float64(c) / 255
+		if s <= 0.03928 {
+			return s / 12.92
+		}
+		return math.Pow((s+0.055)/1.055, 2.4)
+	}
+	return 0.2126*ch(v>>16&0xff) + 0.7152*ch(v>>8&0xff) + 0.0722*ch(v&0xff)
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	excerptLog   = "../logs/testdata/elastic_excerpt.log"
+	elasticLog   = "../logs/testdata/elastic_apache_logs.log.gz"
+	floodgateLog = "../logs/testdata/floodgate.jsonl"
+	albLog       = "../logs/testdata/alb.log"
+	wafLog       = "../logs/testdata/waf.jsonl"
+)
+
+// decode runs a command that prints JSON and decodes it.
+func decode(t *testing.T, vars map[string]string, args ...string) map[string]any {
+	t.Helper()
+	code, stdout, stderr := run(t, vars, args...)
+	if code != 0 {
+		t.Fatalf("floodgate %s: exit code %d\n%s", strings.Join(args, " "), code, stderr)
+	}
+	var v map[string]any
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+		t.Fatalf("floodgate %s: %v\n%s", strings.Join(args, " "), err, stdout)
+	}
+	return v
+}
+
+func TestLogsCommand(t *testing.T) {
+	v := decode(t, nil, "logs", "limited-clients", "--json", floodgateLog)
+	if v["query"] != "limited-clients" || len(v["clients"].([]any)) != 2 {
+		t.Errorf("limited-clients = %v", v)
+	}
+	v = decode(t, nil, "logs", "browsers-caught", "--json", floodgateLog)
+	if v["browser_requests"] != 8.0 || len(v["rules"].([]any)) != 2 {
+		t.Errorf("browsers-caught = %v", v)
+	}
+	v = decode(t, nil, "logs", "peak-rate", "--json", "--windows", "1m", floodgateLog)
+	if v["clients"] != 3.0 || len(v["windows"].([]any)) != 1 {
+		t.Errorf("peak-rate = %v", v)
+	}
+	for _, q := range []string{"limited-clients", "browsers-caught", "peak-rate"} {
+		if code, stdout, stderr := run(t, nil, "logs", q, floodgateLog); code != 0 || !strings.Contains(stdout, "floodgate logs "+q) {
+			t.Errorf("logs %s: code %d\n%s\n%s", q, code, stdout, stderr)
+		}
+	}
+}
+
+func TestLogToolsUsage(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty.log")
+	if err := os.WriteFile(empty, []byte("nothing to see\nhere\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"baseline without logs", []string{"baseline"}, 2},
+		{"baseline bad windows", []string{"baseline", "--windows", "5x", excerptLog}, 2},
+		{"baseline zero window", []string{"baseline", "--windows", "0s", excerptLog}, 2},
+		{"baseline bad format", []string{"baseline", "--format", "nginx", excerptLog}, 2},
+		{"baseline missing file", []string{"baseline", "testdata/does-not-exist.log"}, 1},
+		{"baseline nothing parsed", []string{"baseline", empty}, 1},
+		{"baseline stdin twice", []string{"baseline", "-", "-"}, 2},
+		{"baseline forced wrong format", []string{"baseline", "--format", "alb", excerptLog}, 1},
+		{"replay without rules", []string{"replay", excerptLog}, 2},
+		{"replay without logs", []string{"replay", "--limit", "1/1m"}, 2},
+		{"replay bad limit", []string{"replay", "--limit", "1/1x", excerptLog}, 2},
+		{"replay limit twice", []string{"replay", "--limit", "1/1m", "--limit", "1/1m", excerptLog}, 2},
+		{"replay bad algorithm", []string{"replay", "--limit", "1/1m", "--algorithm", "leaky", excerptLog}, 2},
+		{"replay bad mode", []string{"replay", "--limit", "1/1m", "--mode", "strict", excerptLog}, 2},
+		{"replay env without config", []string{"replay", "--limit", "1/1m", "--env", "production", excerptLog}, 2},
+		{"replay mode config without config", []string{"replay", "--limit", "1/1m", "--mode", "config", excerptLog}, 2},
+		{"replay missing config", []string{"replay", "--config", "testdata/does-not-exist.yaml", excerptLog}, 1},
+		{"logs without query", []string{"logs"}, 2},
+		{"logs unknown query", []string{"logs", "slow-clients", floodgateLog}, 2},
+		{"logs without logs", []string{"logs", "peak-rate"}, 2},
+		{"baseline help", []string{"baseline", "-h"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if code, _, stderr := run(t, nil, tc.args...); code != tc.want {
+				t.Errorf("floodgate %s: exit code %d, want %d\n%s", strings.Join(tc.args, " "), code, tc.want, stderr)
+			}
+		})
+	}
+}
+
+func TestProgress(t *testing.T) {
+	var buf strings.Builder
+	p := &progress{w: &buf, on: true}
+	p.update(10<<20, 20<<20) // small input: no bar
+	if buf.Len() != 0 {
+		t.Errorf("bar for a small input: %q", buf.String())
+	}
+	p.update(50<<20, 100<<20)
+	if !strings.Contains(buf.String(), " 50% 50/100 MiB") {
+		t.Errorf("bar = %q", buf.String())
+	}
+	p.done()
+	if !strings.HasSuffix(buf.String(), "\r\033[K") {
+		t.Errorf("bar not cleared: %q", buf.String())
+	}
+	// Not a terminal (a buffer, a pipe): never a bar.
+	var quiet strings.Builder
+	q := newProgress(&quiet)
+	q.update(50<<20, 100<<20)
+	q.done()
+	if quiet.Len() != 0 {
+		t.Errorf("bar on a non-terminal: %q", quiet.String())
+	}
+}

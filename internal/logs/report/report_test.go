@@ -1,0 +1,243 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/logs/baseline"
+	"github.com/floodgate/floodgate/internal/logs/replay"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+const excerpt = "../testdata/elastic_excerpt.log"
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
+	}
+}
+
+func baselineResult(t *testing.T) *baseline.Result {
+	t.Helper()
+	b := baseline.New(nil)
+	files, err := logs.ReadFiles([]string{excerpt}, logs.ReadOptions{}, func(r *logs.Record) { b.Add(r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.Result(baseline.ResultOptions{Top: 5, Namer: baseline.Namer{Key: []byte("golden")}})
+	c := logs.Total(files)
+	r.Lines, r.Parsed, r.Unparsed, r.Files = c.Lines, c.Parsed, c.Unparsed, files
+	return r
+}
+
+func replayResult(t *testing.T) *replay.Result {
+	t.Helper()
+	set, err := replay.AdHocRules([]string{"100/5m", "20/1m"}, "fixed_window")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := replay.New(replay.Options{Rules: set, LogOnly: true})
+	files, err := logs.ReadFiles([]string{excerpt}, logs.ReadOptions{}, func(r *logs.Record) { rp.Add(context.Background(), r) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rp.Result()
+	c := logs.Total(files)
+	r.Lines, r.Parsed, r.Unparsed, r.Files = c.Lines, c.Parsed, c.Unparsed, files
+	return r
+}
+
+func TestBaselineTable(t *testing.T) {
+	var buf bytes.Buffer
+	BaselineTable(&buf, baselineResult(t), false)
+	golden(t, "baseline.golden", buf.String())
+}
+
+func TestReplayTable(t *testing.T) {
+	var buf bytes.Buffer
+	ReplayTable(&buf, replayResult(t))
+	golden(t, "replay.golden", buf.String())
+}
+
+// checkPage checks what makes a page self-contained and accessible.
+func checkPage(t *testing.T, page string, figures int) {
+	t.Helper()
+	for _, want := range []string{`<html lang="en">`, `<meta charset="utf-8">`, "Content-Security-Policy", "default-src 'none'", "<h1>", "<h2 ", "<caption>", `scope="col"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Nothing to fetch: no script, no linked resources, no CSS imports or
+	// URLs. (The SVG namespace is a name, not a fetch.)
+	for _, bad := range []string{"<script", " src=", " href=", "url(", "@import", "<link", "<img", "<iframe"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page has %q", bad)
+		}
+	}
+	if n := strings.Count(page, "<svg "); n != figures {
+		t.Errorf("page has %d charts, want %d", n, figures)
+	}
+	// Every chart is an image with a title and a description, in a
+	// figure with a caption.
+	for _, want := range []string{`role="img"`, "<title id=", "<desc id=", "<figcaption"} {
+		if n := strings.Count(page, want); n != figures {
+			t.Errorf("page has %d %q, want %d", n, want, figures)
+		}
+	}
+	ids := map[string]bool{}
+	for _, m := range regexp.MustCompile(` id="([^"]+)"`).FindAllStringSubmatch(page, -1) {
+		if ids[m[1]] {
+			t.Errorf("id %q used twice", m[1])
+		}
+		ids[m[1]] = true
+	}
+}
+
+func TestBaselineHTML(t *testing.T) {
+	var buf bytes.Buffer
+	if err := BaselineHTML(&buf, baselineResult(t)); err != nil {
+		t.Fatal(err)
+	}
+	checkPage(t, buf.String(), 2)
+}
+
+func TestReplayHTML(t *testing.T) {
+	var buf bytes.Buffer
+	r := replayResult(t)
+	if err := ReplayHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	checkPage(t, page, 4) // a timeline per rule, a peaks chart per window
+	for _, want := range []string{"limit-100-per-5m: 100/5m", "limit-20-per-1m: 20/1m", "Would-blocks over time"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestEscaping: names from logs and configurations are text, never markup.
+func TestEscaping(t *testing.T) {
+	r := replayResult(t)
+	r.Rules[0].Name = `<script>alert("x")</script>`
+	r.Files[0].Name = `"><img src=x>`
+	var buf bytes.Buffer
+	if err := ReplayHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "<script>") || strings.Contains(buf.String(), "<img") {
+		t.Error("a name was written as markup")
+	}
+}
+
+// TestHTMLInChromium opens a replay report in headless Chromium, with
+// name resolution and proxies pointed nowhere so that nothing can be
+// fetched, takes a screenshot and looks for the charts' colours in it. It
+// needs the Debian package chromium; without it the test is skipped.
+func TestHTMLInChromium(t *testing.T) {
+	browser := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			browser = p
+			break
+		}
+	}
+	if browser == "" {
+		t.Skip("no chromium: install the Debian package chromium to run this test")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var buf bytes.Buffer
+	if err := ReplayHTML(&buf, replayResult(t)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(page, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(dir, "report.png")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--disable-dev-shm-usage", "--user-data-dir="+filepath.Join(dir, "profile"),
+		"--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+		"--window-size=1000,2600", "--hide-scrollbars", "--screenshot="+shot, "file://"+page)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chromium: %v\n%s", err, out)
+	}
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatalf("no screenshot: %v\n%s", err, out)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The charts: vermillion bars and lines (would-blocks, browsers),
+	// blue lines (all clients), green limit marks.
+	counts := map[string]int{}
+	colours := map[string][3]uint8{"vermillion": {0xD5, 0x5E, 0x00}, "blue": {0x00, 0x72, 0xB2}, "green": {0x00, 0x9E, 0x73}}
+	distinct := map[uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			r8, g8, b8 := uint8(r>>8), uint8(g>>8), uint8(bl>>8)
+			distinct[uint32(r8)<<16|uint32(g8)<<8|uint32(b8)] = true
+			for name, c := range colours {
+				if near(r8, c[0]) && near(g8, c[1]) && near(b8, c[2]) {
+					counts[name]++
+				}
+			}
+		}
+	}
+	if len(distinct) < 16 {
+		t.Errorf("screenshot has %d colours: blank?", len(distinct))
+	}
+	for name := range colours {
+		if counts[name] < 100 {
+			t.Errorf("screenshot has %d %s pixels: chart missing? (counts %v)", counts[name], name, counts)
+		}
+	}
+	if t.Failed() {
+		keep := filepath.Join(os.TempDir(), "floodgate-report-screenshot.png")
+		if data, err := os.ReadFile(shot); err == nil && os.WriteFile(keep, data, 0o644) == nil {
+			t.Logf("screenshot kept at %s", keep)
+		}
+	}
+	t.Logf("%s: %dx%d, %d colours, chart pixels %v", filepath.Base(browser), b.Dx(), b.Dy(), len(distinct), counts)
+}
+
+func near(a, b uint8) bool {
+	d := int(a) - int(b)
+	return d >= -12 && d <= 12
+}
