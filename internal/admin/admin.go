@@ -45,6 +45,7 @@ type Options struct {
 //	GET  /metrics        Prometheus text exposition (docs/metrics.md)
 //	GET  /healthz        200 "ok" while the process serves
 //	GET  /readyz         200 when ready for traffic, 503 otherwise
+//	GET  /admin/         the dashboard (dashboard.go)
 //	GET  /admin/config   the effective configuration as JSON, secrets redacted
 //	GET  /admin/mode     {"mode": "enforce" | "log-only"}
 //	PUT  /admin/mode     switch the mode: body "enforce" or "log-only" (or that JSON)

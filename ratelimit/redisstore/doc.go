@@ -15,20 +15,28 @@
 //
 // # Decisions
 //
-// Each Take is one Lua script, run atomically by the Redis server that
-// holds the key's counters: it reads the server's clock (TIME, so every
-// replica decides with the same clock), reads every counter of the Take,
-// decides with the same integer algorithms as package ratelimit (all or
-// nothing across the limits; refused events are not recorded; n = 0
-// records nothing), writes the counters that changed with an expiry at
-// the instant they are empty again, and returns the state it read and
+// Each Take is decided by a Lua script, run atomically by the Redis server
+// that holds the key's counters: it reads the server's clock (TIME, so
+// every replica decides with the same clock), reads every counter of the
+// Take, decides with the same integer algorithms as package ratelimit
+// (all or nothing across the limits; refused events are not recorded;
+// n = 0 records nothing), writes the counters that changed with an expiry
+// at the instant they are empty again, and returns the state it read and
 // the server's instant. The Decision's Remaining, RetryAfter and
 // ResetAfter are then computed in Go by ratelimit.Limit.Take on that state
 // and instant, so they are the in-memory store's to the nanosecond, given
-// the server's clock (whose resolution is a microsecond). One Take is at
-// most one round trip (two when a server has just restarted and lost its
-// script cache: EVALSHA, then EVAL); concurrent Takes are pipelined on
-// shared connections by the client.
+// the server's clock (whose resolution is a microsecond).
+//
+// A Take costs at most one round trip (two when a server has just
+// restarted and lost its script cache: EVALSHA, then EVAL). On a single
+// server, concurrent Takes share them: while one script run is on its way,
+// the Takes that arrive are queued and sent together in the next, up to 64
+// per run, each still all or nothing on its own and seeing the counters as
+// the Takes before it left them. Alone, a Take is sent at once; under load,
+// one run serves many, which halves the CPU a decision costs on both sides.
+// On a Redis Cluster, where different keys live on different nodes, each
+// Take is its own run, and concurrent runs are pipelined on the
+// connections. Stats.RoundTrips counts the runs.
 //
 // # Keys
 //
@@ -64,7 +72,9 @@
 //
 // # Failures
 //
-// No Take waits longer than Options.Timeout (100ms by default). When
+// No Take waits longer than Options.Timeout (100ms by default; Takes that
+// start within a tenth of it share one deadline, so each waits at least
+// nine tenths of it). When
 // Redis does not answer in time or the connection fails, the Take
 // returns an error, and for the next 50ms (doubling up to 1s while Redis
 // stays unreachable) Takes fail at once with ErrUnavailable instead of

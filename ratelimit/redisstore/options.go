@@ -45,8 +45,10 @@ type Options struct {
 	// verifies the server against the system's roots).
 	TLS *tls.Config
 	// Timeout bounds each Take and Ping, round trip included. Default
-	// DefaultTimeout (100ms). A Take whose context ends earlier ends
-	// earlier.
+	// DefaultTimeout (100ms). Takes that start within a tenth of Timeout
+	// share one deadline (one timer for many), so each waits at most
+	// Timeout and at least nine tenths of it; a Take whose context ends
+	// earlier ends earlier.
 	Timeout time.Duration
 	// KeyPrefix starts every Redis key the store writes, so that several
 	// applications (or floodgate deployments) can share one Redis.

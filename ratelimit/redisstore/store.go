@@ -32,10 +32,10 @@ const (
 	maxBackoff = time.Second
 )
 
-// A Store is the Redis ratelimit.Store. Make one with New and release it
-// with Close. It is safe for concurrent use: concurrent Takes share
-// connections, and their scripts share network round trips
-// (auto-pipelining).
+// A Store is the Redis ratelimit.Store. Make one with New (the zero
+// Store is not usable) and release it with Close. It is safe for
+// concurrent use: concurrent Takes share connections, and on a single
+// server share script runs (see the package comment).
 type Store struct {
 	opts    Options
 	timeout time.Duration
@@ -188,13 +188,13 @@ func (s *Store) mono() int64 {
 // them, as ratelimit.Store documents, in one atomic script on the Redis
 // server that holds key's counters, with that server's clock.
 //
-// A Take that a counter in the over-limit cache refuses is answered
-// without a round trip (see the package comment); its Decision's Limit
-// and RetryAfter come from the cached counters only. A Take while Redis is
-// known to be unreachable fails at once with an error wrapping
-// ErrUnavailable. Otherwise Take waits at most Options.Timeout (or until
-// ctx ends, if sooner) and returns an error if Redis has not answered by
-// then; whether the events were recorded is then unknown.
+// A Take of a key whose last Take was refused may be refused by the
+// over-limit cache without a round trip (see the package comment). A Take
+// while Redis is known to be unreachable fails at once with an error
+// wrapping ErrUnavailable. Otherwise Take waits at most Options.Timeout
+// (or until ctx ends, if sooner) and returns an error if Redis has not
+// answered by then; whether the events were recorded is then unknown
+// (Redis may run the script after Take gave up).
 //
 // Take returns an error, without a round trip and recording nothing, for
 // no limits (ratelimit.ErrNoLimits), a negative n, or an invalid limit;
@@ -418,10 +418,11 @@ func (s *Store) Ping(ctx context.Context) error {
 type Stats struct {
 	// Takes counts Take calls with valid arguments.
 	Takes uint64
-	// RoundTrips counts scripts sent to Redis: EVALSHA, and EVAL when a
-	// server did not know the script yet (after a restart). Each is one
-	// request and one reply; concurrent ones share network writes and
-	// reads. RoundTrips/Takes is the round trips per decision.
+	// RoundTrips counts script runs sent to Redis: EVALSHA, and EVAL when
+	// a server did not know the script yet (after a restart). Each is one
+	// request and one reply, for one Take or a batch of concurrent ones
+	// (see the package comment). RoundTrips/Takes is the round trips per
+	// decision: at most 1, less under load, 0 for cached refusals.
 	RoundTrips uint64
 	// CacheHits counts Takes refused by the over-limit cache, without a
 	// round trip.
