@@ -41,8 +41,10 @@ func NewStore(c *config.Store, m *telemetry.Metrics, logger *slog.Logger) (ratel
 	if err != nil {
 		return nil, nil, err
 	}
-	if o.Timeout, err = config.ParseTimeout(c.Timeout); err != nil {
-		o.Timeout = 0 // the store's default
+	// store.timeout wins, unless it is only the default and the URL set
+	// one (?timeout=).
+	if d, err := config.ParseTimeout(c.Timeout); err == nil && (c.Timeout != config.DefaultStoreTimeout || o.Timeout == 0) {
+		o.Timeout = d
 	}
 	o.Logger = logger
 	s, err := redisstore.New(o)

@@ -22,11 +22,13 @@ import (
 // does a Take with a limit the entry does not know, and a Take this
 // process sees admitted drops its key's entry.
 //
-// The estimate: a reply carrying server instant S arrives for a request
-// sent at local instant L0, so S happened at or after L0 and the server's
-// clock now is at most S + (now − L0). Replaying at that bound makes the
-// durations short by at most one round trip, never long, and a refusal
-// never outlives the instant Redis would admit.
+// The estimate: a reply carrying server instant S (read with µs
+// resolution, so at most 1µs behind) arrives for a request sent at local
+// instant L0, so S happened at or after L0 and the server's clock now is
+// at most S + 1µs + (now − L0), assuming the two clocks run at the same
+// rate. Replaying at that bound makes the durations short by at most one
+// round trip, never long, and a refusal never outlives the instant Redis
+// would admit.
 //
 // Entries are kept per key hash in shards, each a mutex and a map
 // holding at most its share of Options.CacheSize. A full shard drops the

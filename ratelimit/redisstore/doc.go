@@ -33,7 +33,9 @@
 // the Takes that arrive are queued and sent together in the next, up to 64
 // per run, each still all or nothing on its own and seeing the counters as
 // the Takes before it left them. Alone, a Take is sent at once; under load,
-// one run serves many, which halves the CPU a decision costs on both sides.
+// one run serves many, sharing the cost of a run (system calls on both
+// sides, the server's TIME and script set-up) among them
+// (docs/benchmarks-redis.md).
 // On a Redis Cluster, where different keys live on different nodes, each
 // Take is its own run, and concurrent runs are pipelined on the
 // connections. Stats.RoundTrips counts the runs.
@@ -45,30 +47,34 @@
 // guessable keys such as IPv4 addresses from whoever reads Redis),
 // the same in every process. Each (key, limit) counter is one Redis string:
 //
-//	PREFIX{HASH}:A:COUNT:WINDOW_MS    fg:{q3Gx0t7bYp0m1rj2s8wV4A}:s:1500:300000
+//	PREFIX{HASH}:A:COUNT:WINDOW_MS    fg:{lI_mA_YdwDa1xZbcCf484w}:s:1500:300000
 //
 // where PREFIX is Options.KeyPrefix ("fg:"), HASH the key's hash in
 // base64url (22 characters), A the algorithm (s sliding window, g GCRA,
 // f fixed window), then the limit's count and window in milliseconds. The
 // braces are a Redis Cluster hash tag: all the counters of one key hash to
 // one slot, so a Take with several limits is one script on one node. The
-// value is three integers (see the script in script.go); each key expires
-// (PX) when its counter is empty again, so idle keys cost nothing. A
-// counter takes about 100 bytes of Redis memory.
+// value is three numbers packed in 24 bytes (see takeScript in script.go);
+// each key expires (PX) when its counter is empty again, so idle keys cost
+// nothing. A counter takes about 200 bytes of Redis memory.
 //
 // # The over-limit cache
 //
-// A counter that refused a Take is remembered locally (at most
-// Options.CacheSize counters) as Redis held it. Later Takes of that key
-// replay the algorithm on it at the latest instant the server's clock can
-// have reached; while it refuses, they are refused without a round trip,
+// When a Take is refused, the store remembers (for at most
+// Options.CacheSize keys) the counters of that Take as Redis held them and
+// the server's clock. Later Takes of that key whose limits are all among
+// them replay the algorithm at the latest instant the server's clock can
+// have reached; while that refuses, they are refused without a round trip,
 // with a RetryAfter that shrinks as time passes, and never after Redis
-// would admit again (Redis can only hold more events, not fewer). Such a
-// refusal reports the cached limits only: another limit of the same Take
-// might also refuse, with a longer wait. A cached refusal can outlive its
+// would admit again: Redis can only hold more events than remembered,
+// never fewer. As long as no other Take reached the key meanwhile, the
+// Decision is the one Redis would give; if one did (another replica), the
+// key is still over its limit and Redis's wait may be longer. A Take this
+// process sees admitted drops its key. A cached refusal can outlive its
 // counter only if Redis loses data (a restart without persistence, a
-// FLUSHALL, or eviction under maxmemory: use a noeviction or volatile-*
-// policy); the cache is dropped whenever Redis was unreachable.
+// FLUSHALL, eviction under maxmemory); the whole cache is dropped whenever
+// Redis was unreachable. Refusals from the cache go on while Redis is
+// down.
 //
 // # Failures
 //

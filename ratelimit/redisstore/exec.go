@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/redis/rueidis"
@@ -102,7 +103,7 @@ func (s *Store) exec(ctx context.Context, cl rueidis.Client, calls []*call) {
 	// args is not written again: rueidis may still be writing it to the
 	// connection after Do returned on a timeout.
 	arg := unsafe.String(unsafe.SliceData(args), len(args))
-	sent := s.mono()
+	sent := s.cacheNow() // the cache relates the server's clock to this one
 	s.roundTrips.Add(1)
 	res := cl.Do(ctx, cl.B().Evalsha().Sha1(takeScriptSHA).Numkeys(int64(len(keys))).Key(keys...).Arg(arg).Build())
 	if rerr, ok := rueidis.IsRedisErr(res.Error()); ok && rerr.IsNoScript() {
@@ -203,7 +204,10 @@ func (s *Store) take(ctx context.Context, cl rueidis.Client, h keyHash, n int64,
 				snaps[i].l = l
 				snaps[i].st, _ = l.Take(rep.states[i], rep.now, 0) // what Redis holds now: nothing was recorded
 			}
-			s.cache.put(h, snaps, rep.now-c.sent, c.sent)
+			// The server's clock read at most 1µs less than it was (TIME
+			// has µs resolution): count that µs, so the estimate is never
+			// behind.
+			s.cache.put(h, snaps, rep.now+int64(time.Microsecond)-c.sent, c.sent)
 		case n > 0:
 			s.cache.drop(h) // the counters hold more than a snapshot would say
 		}
@@ -236,8 +240,8 @@ type batcher struct {
 func newBatcher() *batcher { return &batcher{wake: make(chan struct{}, 1)} }
 
 // wait queues c and waits until a sender ran it, or until the round trip's
-// deadline (Options.Timeout) passes, or ctx ends. It returns an error in
-// the latter two cases, and c must not be used again.
+// deadline (Options.Timeout) passes, ctx ends or the store is closed. It
+// returns an error in the latter cases, and c must not be used again.
 func (b *batcher) wait(ctx context.Context, s *Store, c *call) error {
 	d := s.sharedDeadline()
 	b.mu.Lock()
@@ -256,6 +260,9 @@ func (b *batcher) wait(ctx context.Context, s *Store, c *call) error {
 	case <-ctx.Done():
 		c.abandoned.Store(true)
 		return fmt.Errorf("redisstore: take: %w", ctx.Err())
+	case <-s.done:
+		c.abandoned.Store(true)
+		return ErrClosed
 	}
 }
 

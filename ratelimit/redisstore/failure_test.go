@@ -206,10 +206,11 @@ func TestPausedRedis(t *testing.T) {
 	cancel()
 
 	srv.Resume()
-	// The Takes that timed out were sent, and Redis ran them when it
-	// continued: a failed Take may still have been recorded.
-	if d := waitTake(t, s, "k", 1, minute); !d.Allowed || d.Remaining > 1 {
-		t.Errorf("Take after Redis continued = %+v, want allowed with Remaining at most 1 (counters kept)", d)
+	// The counters were kept: 2 taken before, 1 now, and the Take that
+	// timed out may or may not have been recorded (Redis runs it when it
+	// continues if it was sent before the deadline).
+	if d := waitTake(t, s, "k", 1, minute); !d.Allowed || d.Remaining < 1 || d.Remaining > 2 {
+		t.Errorf("Take after Redis continued = %+v, want allowed with Remaining 1 or 2 (counters kept)", d)
 	}
 }
 

@@ -69,7 +69,7 @@ func appendTag(b []byte, h keyHash) []byte {
 
 // counterKey returns the Redis key of the counter of the key whose tag is
 // tag under l: PREFIX{TAG}:A:COUNT:WINDOW_MS, such as
-// fg:{q3Gx0t7bYp0m1rj2s8wV4A}:s:1500:300000.
+// fg:{lI_mA_YdwDa1xZbcCf484w}:s:1500:300000 (the key "client").
 func counterKey(prefix string, tag []byte, l ratelimit.Limit) string {
 	b := make([]byte, 0, len(prefix)+len(tag)+40)
 	b = append(b, prefix...)

@@ -48,7 +48,8 @@ type Store struct {
 	lastErr atomic.Pointer[error]          // why not connected, for messages
 
 	// The breaker: while mono() < failUntil, Takes fail at once; the
-	// first Take after it probes Redis for the others (see Take).
+	// first Take after it probes Redis for the others (see Take and
+	// failed).
 	failUntil atomic.Int64 // 0: closed
 	backoff   atomic.Int64 // the next probe interval, ns
 
@@ -64,7 +65,7 @@ type Store struct {
 
 	takes, roundTrips, cacheHits, errs, fastFails atomic.Uint64
 
-	localNow func() int64 // tests only: replaces mono for the cache
+	localNow func() int64 // tests only: the cache's clock (see cacheNow)
 }
 
 var _ ratelimit.Store = (*Store)(nil)
@@ -177,11 +178,15 @@ func (s *Store) connect(first chan struct{}) {
 }
 
 // mono returns this process's monotonic clock, in ns since New.
-func (s *Store) mono() int64 {
+func (s *Store) mono() int64 { return int64(time.Since(s.start)) }
+
+// cacheNow returns the clock the over-limit cache reads: mono, or the
+// tests' replacement.
+func (s *Store) cacheNow() int64 {
 	if s.localNow != nil {
 		return s.localNow()
 	}
-	return int64(time.Since(s.start))
+	return s.mono()
 }
 
 // Take records n events for key under every limit in limits if all admit
@@ -207,7 +212,7 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 	s.takes.Add(1)
 	h := s.hash.sum(key)
 	if s.cache != nil && n > 0 {
-		if d, ok := s.cache.refuse(h, limits, n, s.mono()); ok {
+		if d, ok := s.cache.refuse(h, limits, n, s.cacheNow()); ok {
 			s.cacheHits.Add(1)
 			return d, nil
 		}
@@ -238,7 +243,7 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 	case ctx.Err() != nil: // the caller gave up; says nothing about Redis
 		s.errs.Add(1)
 	default:
-		s.failed(err)
+		s.failed(err, probe)
 		s.errs.Add(1)
 	}
 	return d, err
@@ -295,20 +300,22 @@ func reachable(err error) bool {
 }
 
 // failed opens the breaker after err, which says Redis did not answer:
-// Takes fail at once until the next probe.
-func (s *Store) failed(err error) {
+// Takes fail at once until the next probe. After a failed probe, the next
+// one waits twice as long (up to maxBackoff).
+func (s *Store) failed(err error, probe bool) {
 	s.lastErr.Store(&err)
 	now := s.mono()
+	if probe {
+		b := min(2*s.backoff.Load(), int64(maxBackoff))
+		s.backoff.Store(b)
+		s.failUntil.Store(now + b)
+		return
+	}
 	if s.failUntil.CompareAndSwap(0, now+int64(minBackoff)) {
 		s.backoff.Store(int64(minBackoff))
 		s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store unreachable; failing fast until it answers again",
 			slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
-		return
 	}
-	// A probe failed: wait longer before the next one.
-	b := min(2*s.backoff.Load(), int64(maxBackoff))
-	s.backoff.Store(b)
-	s.failUntil.Store(now + b)
 }
 
 // recovered closes the breaker. Redis may have lost its data while
@@ -349,7 +356,7 @@ func (s *Store) callContext(ctx context.Context) (context.Context, context.Cance
 // tenth of Timeout of each other share one, which saves each the cost of
 // its own timer (five allocations and a lock).
 func (s *Store) sharedDeadline() *sharedDeadline {
-	now := int64(time.Since(s.start)) // the real clock, even in tests
+	now := s.mono()
 	sh := s.shared.Load()
 	if sh != nil && now < sh.until {
 		return sh
@@ -467,10 +474,11 @@ func (s *Store) Stats() Stats {
 }
 
 // Close stops connecting, closes the connections and makes later Takes
-// and Pings return ErrClosed. Takes in flight end with an error. It
-// waits for a connection attempt in progress to end (at most the dial
-// timeout, max(10×Timeout, 1s)) and always returns nil; calling it again
-// does nothing.
+// and Pings return ErrClosed. Takes queued for a batch end with
+// ErrClosed; a batch on its way is waited for (at most Timeout), and so is
+// a connection attempt in progress (at most the dial timeout,
+// max(10×Timeout, 1s)). Close always returns nil; calling it again does
+// nothing.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {

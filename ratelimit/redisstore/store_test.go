@@ -282,3 +282,38 @@ func TestClosed(t *testing.T) {
 		t.Errorf("Ping after Close: error %v, want ErrClosed", err)
 	}
 }
+
+// TestCloseUnderLoad closes a store while Takes are queued and in flight:
+// every Take returns, and after Close they fail with ErrClosed.
+func TestCloseUnderLoad(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}})
+	l := ratelimit.Limit{Count: 1 << 30, Window: time.Hour}
+	var wg sync.WaitGroup
+	var ok atomic.Int64
+	for g := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				_, err := s.Take(ctx, fmt.Sprint("close/", g, "/", i%8), 1, l)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err == nil {
+					ok.Add(1)
+				}
+			}
+		})
+	}
+	for ok.Load() < 100 {
+		time.Sleep(time.Millisecond) // a poll interval, not an assertion
+	}
+	s.Close()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(redistest.ReadyTimeout):
+		t.Fatalf("Takes still running %v after Close", redistest.ReadyTimeout)
+	}
+}
