@@ -35,7 +35,7 @@
 // the Takes before it left them. Alone, a Take is sent at once; under load,
 // one run serves many, sharing the cost of a run (system calls on both
 // sides, the server's TIME and script set-up) among them
-// (docs/benchmarks-redis.md).
+// (docs/benchmarks.md).
 // On a Redis Cluster, where different keys live on different nodes, each
 // Take is its own run, and concurrent runs are pipelined on the
 // connections. Stats.RoundTrips counts the runs.
