@@ -24,7 +24,7 @@ func at(t *testing.T, clock string) int64 {
 }
 
 // TestTakeWorkedExample proves, step by step, the "What 100/5m admits"
-// section of Limit.Take's documentation (and docs/benchmarks-memory.md).
+// section of Limit.Take's documentation (and docs/rules.md).
 func TestTakeWorkedExample(t *testing.T) {
 	type burst struct {
 		at          string        // instant of the Takes
