@@ -216,6 +216,12 @@ rules:
 	if resp, _ := c.do("GET", "/", "203.0.113.2"); resp.StatusCode != 200 {
 		t.Errorf("another client: %d, want 200", resp.StatusCode)
 	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.RemoteAddr = "127.0.0.1:1"
+	r.Header.Set("X-Forwarded-For", "203.0.113.1")
+	if ex := c.srv.Current().Explain(t.Context(), r); ex.Verdict != "429 by rule login" {
+		t.Errorf("explain during the ban: %q, want 429 by rule login", ex.Verdict)
+	}
 	c.clock.Add(8 * time.Minute) // 11 minutes after the ban began
 	if resp, _ := c.do("GET", "/", "203.0.113.1"); resp.StatusCode != 200 {
 		t.Errorf("after the ban: %d, want 200", resp.StatusCode)

@@ -68,11 +68,28 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 			st.Err = err
 			continue
 		}
-		d, err := e.Store.Take(ctx, unsafe.String(unsafe.SliceData(key), len(key)), 0, r.Limits...)
+		if r.Ban > 0 {
+			ban, err := e.Store.Take(ctx, banKey(req, key), 0, banLimit(r))
+			if err == nil && ban.Remaining < 1 {
+				st.State = ratelimit.Decision{RetryAfter: ban.ResetAfter}
+				if r.Action == Count || logOnly {
+					st.Outcome = WouldBlock
+				} else {
+					st.Outcome, stopped = Blocked, true
+				}
+				continue
+			}
+		}
+		if len(r.storeLims) == 0 { // a concurrency cap only: nothing to peek at
+			st.Outcome = Allowed
+			continue
+		}
+		d, err := e.Store.Take(ctx, unsafe.String(unsafe.SliceData(key), len(key)), 0, r.storeLims...)
 		if err != nil {
 			st.Err = err
 			continue
 		}
+		d.Remaining /= r.scale
 		st.State = d
 		switch {
 		case d.Remaining >= 1:
