@@ -1,0 +1,204 @@
+// Package bench holds floodgate's benchmark scripts and their inputs; its
+// test keeps bench/mavedb-bench.yaml in step with examples/mavedb.yaml.
+package bench
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/rules"
+)
+
+const (
+	examplePath = "../examples/mavedb.yaml"
+	benchPath   = "mavedb-bench.yaml"
+
+	// limitFactor multiplies the count of every limit ("N/window", in a
+	// rule's or a candidate's limits, in the base and in every
+	// environment): 1500/5m becomes 1500000000/5m, 5 million a second,
+	// which no benchmark on one machine reaches.
+	limitFactor = 1_000_000
+	// inflightFactor multiplies every concurrency cap (max_inflight,
+	// max_inflight_per_key): 4 becomes 1 000 000, the largest value the
+	// loader accepts, above any benchmark's connection count.
+	inflightFactor = 250_000
+)
+
+// limitRE is a limit as the configuration writes it: a count, a slash, a
+// window.
+var limitRE = regexp.MustCompile(`^([0-9]+)/([0-9]+[a-z]+)$`)
+
+// TestBenchConfigIsExampleScaled checks that bench/mavedb-bench.yaml is
+// examples/mavedb.yaml with every limit's count multiplied by limitFactor
+// and every concurrency cap by inflightFactor, and with nothing else
+// changed: the same keys in the same order, the same values, the same
+// environments. Comments are not compared.
+func TestBenchConfigIsExampleScaled(t *testing.T) {
+	want := parse(t, examplePath)
+	got := parse(t, benchPath)
+	var diffs []string
+	compare(&diffs, "", "", want, got)
+	for _, d := range diffs {
+		t.Errorf("%s: %s", benchPath, d)
+	}
+}
+
+// TestBenchConfigLoads checks that the benchmark's configuration loads,
+// validates and compiles like the example, in the base settings and in
+// every environment.
+func TestBenchConfigLoads(t *testing.T) {
+	lookup := func(string) (string, bool) { return "", false }
+	for _, env := range []string{"", "staging", "production"} {
+		f, err := config.Load(benchPath, env, lookup)
+		if err != nil {
+			t.Fatalf("config.Load(%q, env %q): %v", benchPath, env, err)
+		}
+		if ps := f.Validate(); len(ps) > 0 {
+			t.Fatalf("Validate(%q, env %q): %v", benchPath, env, ps)
+		}
+		f.Config.ApplyDefaults()
+		set, ps := rules.Compile(f)
+		if len(ps) > 0 || set == nil {
+			t.Fatalf("rules.Compile(%q, env %q): %v", benchPath, env, ps)
+		}
+		if n := len(set.Rules); n != 6 {
+			t.Errorf("rules.Compile(%q, env %q): %d rules, want 6", benchPath, env, n)
+		}
+	}
+}
+
+// TestCompare checks the comparison itself on small documents: it must
+// accept exactly the scaled numbers and reject every other change.
+func TestCompare(t *testing.T) {
+	base := "rules:\n- name: a\n  limits: [300/1m, 5/1s]\n  max_inflight: 4\n  retry_after: 300s\n"
+	tests := []struct {
+		name  string
+		bench string
+		ok    bool
+	}{
+		{"scaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", true},
+		{"unscaled limit", "rules:\n- name: a\n  limits: [300/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
+		{"window changed", "rules:\n- name: a\n  limits: [300000000/5m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
+		{"other number scaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300000000s\n", false},
+		{"cap unscaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 4\n  retry_after: 300s\n", false},
+		{"key added", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n  action: count\n", false},
+		{"limit dropped", "rules:\n- name: a\n  limits: [300000000/1m]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
+		{"name changed", "rules:\n- name: b\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
+	}
+	for _, tt := range tests {
+		var a, b yaml.Node
+		if err := yaml.Unmarshal([]byte(base), &a); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(tt.bench), &b); err != nil {
+			t.Fatal(err)
+		}
+		var diffs []string
+		compare(&diffs, "", "", &a, &b)
+		if ok := len(diffs) == 0; ok != tt.ok {
+			t.Errorf("%s: compare found %q, want ok=%v", tt.name, diffs, tt.ok)
+		}
+	}
+}
+
+func parse(t *testing.T, path string) *yaml.Node {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(data, &n); err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	return &n
+}
+
+// compare appends to diffs every way in which got differs from want
+// scaled. at is the field path, key the mapping key the nodes are the
+// value of (for a sequence's items, the key of the sequence).
+func compare(diffs *[]string, at, key string, want, got *yaml.Node) {
+	if want.Kind != got.Kind {
+		*diffs = append(*diffs, fmt.Sprintf("%s (line %d): kind %v, want %v", at, got.Line, got.Kind, want.Kind))
+		return
+	}
+	switch want.Kind {
+	case yaml.DocumentNode:
+		if len(want.Content) != len(got.Content) {
+			*diffs = append(*diffs, "documents differ")
+			return
+		}
+		for i := range want.Content {
+			compare(diffs, at, key, want.Content[i], got.Content[i])
+		}
+	case yaml.MappingNode:
+		if len(want.Content) != len(got.Content) {
+			*diffs = append(*diffs, fmt.Sprintf("%s (line %d): %d keys, want %d", at, got.Line, len(got.Content)/2, len(want.Content)/2))
+			return
+		}
+		for i := 0; i+1 < len(want.Content); i += 2 {
+			wk, gk := want.Content[i], got.Content[i]
+			if wk.Value != gk.Value {
+				*diffs = append(*diffs, fmt.Sprintf("%s (line %d): key %q, want %q", at, gk.Line, gk.Value, wk.Value))
+				continue
+			}
+			compare(diffs, join(at, wk.Value), wk.Value, want.Content[i+1], got.Content[i+1])
+		}
+	case yaml.SequenceNode:
+		if len(want.Content) != len(got.Content) {
+			*diffs = append(*diffs, fmt.Sprintf("%s (line %d): %d items, want %d", at, got.Line, len(got.Content), len(want.Content)))
+			return
+		}
+		for i := range want.Content {
+			compare(diffs, at+"["+strconv.Itoa(i)+"]", key, want.Content[i], got.Content[i])
+		}
+	case yaml.ScalarNode:
+		w, err := scaled(key, want.Value)
+		if err != nil {
+			*diffs = append(*diffs, fmt.Sprintf("%s: %v", at, err))
+			return
+		}
+		if got.Value != w || got.Tag != want.Tag {
+			*diffs = append(*diffs, fmt.Sprintf("%s (line %d): %s %q, want %s %q", at, got.Line, got.Tag, got.Value, want.Tag, w))
+		}
+	case yaml.AliasNode:
+		compare(diffs, at, key, want.Alias, got.Alias)
+	}
+}
+
+// scaled returns what the benchmark's file must hold where the example
+// holds v under key.
+func scaled(key, v string) (string, error) {
+	switch key {
+	case "limits", "candidates":
+		m := limitRE.FindStringSubmatch(v)
+		if m == nil {
+			return "", fmt.Errorf("limit %q in %s is not N/window: teach bench_test.go its form", v, examplePath)
+		}
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			return "", err
+		}
+		return strconv.FormatInt(n*limitFactor, 10) + "/" + m[2], nil
+	case "max_inflight", "max_inflight_per_key":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return "", err
+		}
+		return strconv.FormatInt(n*inflightFactor, 10), nil
+	}
+	return v, nil
+}
+
+func join(at, k string) string {
+	if at == "" {
+		return k
+	}
+	return at + "." + k
+}

@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# Gateway throughput and added latency, floodgate against its peers in one
+# run (SPEC, "Targets that are not features"; issue 5). One upstream (nginx
+# answering a small JSON body, keep-alive on, one worker) and, in front of
+# it, each on one core:
+#
+#   direct            the bare upstream
+#   floodgate         GOMAXPROCS=1 floodgate serve --config bench/mavedb-bench.yaml
+#                     (MaveDB's rule set, limits ×1 000 000: all six rules
+#                     evaluated, nothing limited)
+#   nginx_limit_req   nginx proxy_pass with two limit_req zones on
+#                     $binary_remote_addr (worker_processes 1, upstream keep-alive)
+#   haproxy           HAProxy with a stick table tracking http_req_rate per
+#                     source (nbthread 1, upstream keep-alive)
+#   revproxy          a plain httputil.ReverseProxy (bench/revproxy, GOMAXPROCS=1)
+#
+# Throughput: wrk against each in turn, alternating, ROUNDS rounds; the
+# table shows each one's median, range, and ratios to the bare upstream and
+# to nginx_limit_req. Latency: bench/latency sends RATE requests/s, open
+# loop, to each in turn, ROUNDS rounds; the table shows median p50/p99 and
+# what each adds over the bare upstream. Any non-2xx answer is reported
+# (none is expected: nothing may be limited).
+#
+# Usage: bench/gateway.sh
+# Environment (defaults in brackets):
+#   ROUNDS [3]  DURATION wrk's -d [10s]  CONNS wrk's -c [32]  THREADS wrk's -t [1]
+#   RATE latency's requests/s [1000]  LAT_DURATION [10s]  LAT_CONNS [16]
+#   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
+#   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4
+#   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
+#   KEEP_DIR: keep the temporary directory (logs, configs) and print its path
+#
+# Everything listens on 127.0.0.1 only; every process the script starts is
+# stopped when it exits, however it exits. Needs nginx (nginx-light),
+# haproxy, wrk and go; as root it installs the first three if missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+rounds=${ROUNDS:-3}
+duration=${DURATION:-10s}
+conns=${CONNS:-32}
+threads=${THREADS:-1}
+rate=${RATE:-1000}
+lat_duration=${LAT_DURATION:-10s}
+lat_conns=${LAT_CONNS:-16}
+path=${BENCH_PATH:-/api/v1/score-sets/urn:mavedb:00000001-a-1}
+base=${PORT_BASE:-18080}
+targets=(${TARGETS:-direct floodgate nginx_limit_req haproxy revproxy})
+
+up_port=$((base + 1))
+declare -A port=(
+	[direct]=$up_port [floodgate]=$base [nginx_limit_req]=$((base + 2))
+	[haproxy]=$((base + 3)) [revproxy]=$((base + 4))
+)
+admin_port=$((base + 10))
+
+need=()
+for c in nginx haproxy wrk; do
+	command -v "$c" >/dev/null || need+=("$c")
+done
+if [ ${#need[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "bench/gateway.sh: missing ${need[*]}: apt-get install nginx-light haproxy wrk" >&2
+		exit 1
+	fi
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy wrk >/dev/null
+fi
+command -v go >/dev/null || { echo "bench/gateway.sh: go not found" >&2; exit 1; }
+
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	if [ -n "${KEEP_DIR:-}" ]; then
+		echo "bench/gateway.sh: kept $dir" >&2
+	else
+		rm -rf "$dir"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# fill TEMPLATE OUT replaces @DIR@, @PORT@ and @UPSTREAM_PORT@.
+fill() {
+	sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$3|g" -e "s|@UPSTREAM_PORT@|$up_port|g" "$1" >"$2"
+}
+
+# wait_up PORT: until something answers 200 on PORT, for 10 s at most.
+wait_up() {
+	local i
+	for i in $(seq 100); do
+		if curl -fsS -o /dev/null "http://127.0.0.1:$1$path" 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "bench/gateway.sh: nothing answers on 127.0.0.1:$1 (logs in $dir; set KEEP_DIR=1)" >&2
+	KEEP_DIR=1
+	exit 1
+}
+
+go build -o "$dir/floodgate" ./cmd/floodgate
+go build -o "$dir/revproxy" ./bench/revproxy
+go build -o "$dir/latency" ./bench/latency
+
+fill bench/upstream-nginx.conf.tmpl "$dir/upstream.conf" "$up_port"
+nginx -e "$dir/upstream-error.log" -p "$dir" -c "$dir/upstream.conf" &
+pids+=($!)
+wait_up "$up_port"
+
+for t in "${targets[@]}"; do
+	case $t in
+	direct) ;;
+	floodgate)
+		FLOODGATE_LISTEN=127.0.0.1:${port[floodgate]} FLOODGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
+			FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
+			"$dir/floodgate" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
+		pids+=($!)
+		;;
+	nginx_limit_req)
+		fill bench/nginx-limit-req.conf.tmpl "$dir/nginx.conf" "${port[$t]}"
+		nginx -e "$dir/nginx-error.log" -p "$dir" -c "$dir/nginx.conf" &
+		pids+=($!)
+		;;
+	haproxy)
+		fill bench/haproxy.cfg.tmpl "$dir/haproxy.cfg" "${port[$t]}"
+		haproxy -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
+		pids+=($!)
+		;;
+	revproxy)
+		GOMAXPROCS=1 "$dir/revproxy" -listen "127.0.0.1:${port[$t]}" -upstream "http://127.0.0.1:$up_port" \
+			>"$dir/revproxy.log" 2>&1 &
+		pids+=($!)
+		;;
+	*)
+		echo "bench/gateway.sh: unknown target $t" >&2
+		exit 2
+		;;
+	esac
+done
+for t in "${targets[@]}"; do
+	wait_up "${port[$t]}"
+done
+
+# median prints the median of its arguments (the lower middle one of an
+# even count).
+median() {
+	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
+}
+
+declare -A rps p50 p99 bad
+echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+for r in $(seq "$rounds"); do
+	for t in "${targets[@]}"; do
+		# A short warm-up fills the keep-alive pools.
+		wrk -t"$threads" -c"$conns" -d1s "http://127.0.0.1:${port[$t]}$path" >/dev/null
+		out=$(wrk -t"$threads" -c"$conns" -d"$duration" "http://127.0.0.1:${port[$t]}$path")
+		v=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
+		n=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
+		rps[$t]="${rps[$t]:-} $v"
+		bad[$t]=$((${bad[$t]:-0} + ${n:-0}))
+		echo "round $r throughput $t: $v req/s${n:+, $n non-2xx}" >&2
+	done
+	for t in "${targets[@]}"; do
+		out=$("$dir/latency" -url "http://127.0.0.1:${port[$t]}$path" -rate "$rate" -duration "$lat_duration" -conns "$lat_conns")
+		eval "$(tr ' ' '\n' <<<"$out" | sed -n 's/^\(p50_us\|p99_us\|errors\)=\([0-9]*\)$/\1=\2/p')"
+		p50[$t]="${p50[$t]:-} $p50_us"
+		p99[$t]="${p99[$t]:-} $p99_us"
+		bad[$t]=$((${bad[$t]:-0} + errors))
+		echo "round $r latency $t: $out" >&2
+	done
+done
+
+ref=nginx_limit_req
+med() { median ${rps[$1]}; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+echo
+echo "Throughput: wrk -t$threads -c$conns -d$duration, $rounds rounds, path $path"
+echo
+echo "| target | median req/s | min–max | ×direct | ×$ref | non-2xx |"
+echo "|---|---:|---:|---:|---:|---:|"
+for t in "${targets[@]}"; do
+	m=$(med "$t")
+	lo=$(printf '%s\n' ${rps[$t]} | sort -g | head -1)
+	hi=$(printf '%s\n' ${rps[$t]} | sort -g | tail -1)
+	d=-; [ -n "${rps[direct]:-}" ] && d=$(ratio "$m" "$(med direct)")
+	n=-; [ -n "${rps[$ref]:-}" ] && n=$(ratio "$m" "$(med $ref)")
+	printf '| %s | %.0f | %.0f–%.0f | %s | %s | %s |\n' "$t" "$m" "$lo" "$hi" "$d" "$n" "${bad[$t]}"
+done
+if [ -n "${rps[floodgate]:-}" ] && [ -n "${rps[$ref]:-}" ]; then
+	echo
+	echo "floodgate/$ref = $(ratio "$(med floodgate)" "$(med $ref)")"
+fi
+echo
+echo "Latency: $rate req/s open loop for $lat_duration over at most $lat_conns connections, $rounds rounds (medians, µs)"
+echo
+echo "| target | p50 | p99 | p50 added | p99 added |"
+echo "|---|---:|---:|---:|---:|"
+for t in "${targets[@]}"; do
+	a=$(median ${p50[$t]})
+	b=$(median ${p99[$t]})
+	da=-; db=-
+	if [ -n "${p50[direct]:-}" ]; then
+		da=$((a - $(median ${p50[direct]})))
+		db=$((b - $(median ${p99[direct]})))
+	fi
+	echo "| $t | $a | $b | $da | $db |"
+done

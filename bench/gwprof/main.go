@@ -1,0 +1,48 @@
+// Command gwprof runs `floodgate serve` (the product's own code path,
+// through internal/cli) under runtime/pprof's CPU profiler, so that the
+// gateway can be profiled under wrk's load without adding a profiling
+// endpoint to the product. It stops on SIGINT or SIGTERM, or after
+// -duration, and writes the profile to -cpuprofile:
+//
+//	GOMAXPROCS=1 go run ./bench/gwprof -cpuprofile cpu.out -- serve --config bench/mavedb-bench.yaml
+//	go tool pprof -top cpu.out
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/cli"
+)
+
+func main() {
+	out := flag.String("cpuprofile", "cpu.out", "where to write the CPU profile")
+	d := flag.Duration("duration", 10*time.Minute, "stop after this long at most")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *d)
+	defer cancel()
+	f, err := os.Create(*out)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		os.Exit(1)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		os.Exit(1)
+	}
+	code := cli.Run(ctx, flag.Args(), os.Stdout, os.Stderr)
+	pprof.StopCPUProfile()
+	if err := f.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		code = 1
+	}
+	os.Exit(code)
+}

@@ -1,0 +1,56 @@
+package upstreamauth_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/floodgate/floodgate/internal/upstreamauth"
+)
+
+func Example() {
+	// A stand-in for the API upstream: a token endpoint and a search.
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == upstreamauth.TokenPath {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"access_token":"t0k","token_type":"Bearer","expires_in":36000}`)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: "csrftoken", Value: "x"})
+		fmt.Fprintf(w, "auth=%q cookie=%q", r.Header.Get("Authorization"), r.Header.Get("Cookie"))
+	}))
+	defer api.Close()
+
+	env := map[string]string{"API_CLIENT_ID": "frontend", "API_CLIENT_SECRET": "s3cret"}
+	id, secret, err := upstreamauth.Required("production", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		panic(err)
+	}
+	tokenURL, _ := upstreamauth.TokenURL(api.URL)
+	src, err := upstreamauth.New(upstreamauth.Options{TokenURL: tokenURL, ClientID: id, ClientSecret: secret})
+	if err != nil {
+		panic(err)
+	}
+	client := &http.Client{Transport: &upstreamauth.Transport{Source: src}}
+
+	// A browser's request, forwarded: its credentials are replaced.
+	req, _ := http.NewRequest("GET", api.URL+"/v1/images/?q=cat", nil)
+	req.Header.Set("Cookie", "ovSession=abc")
+	req.Header.Set("Authorization", "Bearer the-browsers")
+	resp, err := client.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(string(body))
+	fmt.Println(len(resp.Header.Values("Set-Cookie")))
+
+	_, _, err = upstreamauth.Required("production", func(string) (string, bool) { return "", false })
+	fmt.Println(err)
+	// Output:
+	// auth="Bearer t0k" cookie=""
+	// 0
+	// upstreamauth: environment "production" needs API_CLIENT_ID and API_CLIENT_SECRET for the API upstream; only "development" may run unauthenticated
+}

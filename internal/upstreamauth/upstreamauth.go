@@ -1,0 +1,474 @@
+// Package upstreamauth gives floodgate its own credentials to the API
+// upstream (SPEC O2): an OAuth2 client-credentials token from the API's
+// token endpoint, cached, refreshed before it expires, fetched by one caller
+// at a time, and retried with bounded exponential backoff after a failure.
+// Transport adds the token to outbound requests and, for SPEC O3, removes
+// the browser's credentials from them and cookies and authentication
+// challenges from the answers.
+//
+// # Token lifetime
+//
+// A token is used until EarlyExpiry (60 s by default) before the end of the
+// lifetime the endpoint gave in expires_in; the first request after that
+// fetches a new one. If that fetch fails, the old token is still used until
+// it really expires. A response without expires_in gets DefaultLifetime.
+// Lifetimes are measured on the Source's own clock (Options.Now) from the
+// moment the answer arrived, not from the token's Expiry field.
+//
+// # Failures
+//
+// After a failed fetch, no request reaches the token endpoint for
+// MinBackoff, then 2×, 4× … up to MaxBackoff; requests that need a token in
+// the meantime fail at once with an error matching ErrBackoff. A success
+// resets the backoff. Errors and log records never contain the client
+// secret, the token, or the endpoint's response body.
+//
+// A Source is safe for concurrent use.
+package upstreamauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
+)
+
+// TokenPath is the path of the Openverse API's token endpoint.
+const TokenPath = "/v1/auth_tokens/token/"
+
+// Defaults of Options.
+const (
+	DefaultEarlyExpiry  = 60 * time.Second
+	DefaultMinBackoff   = time.Second
+	DefaultMaxBackoff   = 5 * time.Minute
+	DefaultFetchTimeout = 10 * time.Second
+	// DefaultLifetime is assumed for a token answered without expires_in.
+	DefaultLifetime = 5 * time.Minute
+	// minInvalidateAge is how old a token must be before Invalidate
+	// drops it, so that a client the API rejects outright cannot make
+	// every request fetch a new token.
+	minInvalidateAge = 30 * time.Second
+)
+
+// ErrBackoff matches (with errors.Is) the error Token returns without
+// contacting the token endpoint because an earlier fetch failed and the
+// backoff has not elapsed.
+var ErrBackoff = errors.New("upstreamauth: token endpoint in backoff")
+
+// Options configure a Source. TokenURL, ClientID and ClientSecret are
+// required.
+type Options struct {
+	// TokenURL is the token endpoint, e.g. TokenURL(apiUpstream).
+	TokenURL string
+	// ClientID and ClientSecret are the gateway's API application
+	// credentials (API_CLIENT_ID, API_CLIENT_SECRET).
+	ClientID, ClientSecret string
+	// AuthStyle says how the credentials are sent. The zero value
+	// (oauth2.AuthStyleAutoDetect) means oauth2.AuthStyleInParams:
+	// client_id and client_secret in the form body, as the Openverse
+	// API documents; oauth2.AuthStyleInHeader sends HTTP Basic auth.
+	AuthStyle oauth2.AuthStyle
+	// HTTPClient fetches tokens; default http.DefaultClient. Each fetch
+	// is bounded by FetchTimeout regardless.
+	HTTPClient *http.Client
+	// EarlyExpiry is how long before its expiry a token is refreshed;
+	// default DefaultEarlyExpiry (60 s).
+	EarlyExpiry time.Duration
+	// MinBackoff and MaxBackoff bound the wait after failed fetches;
+	// defaults DefaultMinBackoff (1 s) and DefaultMaxBackoff (5 min).
+	MinBackoff, MaxBackoff time.Duration
+	// FetchTimeout bounds one fetch; default DefaultFetchTimeout (10 s).
+	FetchTimeout time.Duration
+	// Now is the clock for lifetimes and backoff; default time.Now.
+	Now func() time.Time
+	// Logger receives fetch outcomes; default: discarded.
+	Logger *slog.Logger
+}
+
+// A Source fetches and caches the gateway's bearer token.
+type Source struct {
+	cfg     clientcredentials.Config
+	secret  string
+	client  *http.Client
+	early   time.Duration
+	minBack time.Duration
+	maxBack time.Duration
+	timeout time.Duration
+	now     func() time.Time
+	log     *slog.Logger
+
+	cur   atomic.Pointer[token] // nil until the first success
+	fetch chan struct{}         // one fetcher at a time: holds a value while fetching
+	mu    sync.Mutex            // guards failures and retryAt; held only briefly
+	fails int
+	retry time.Time
+}
+
+// token is a cached access token and its deadlines on the Source's clock.
+type token struct {
+	value     string
+	fetched   time.Time
+	refreshAt time.Time
+	expiresAt time.Time
+}
+
+// New returns a Source for o. It reports every problem with o at once and
+// does not contact the token endpoint.
+func New(o Options) (*Source, error) {
+	var errs []error
+	if o.TokenURL == "" {
+		errs = append(errs, errors.New("upstreamauth: no token URL"))
+	} else if u, err := url.Parse(o.TokenURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		errs = append(errs, fmt.Errorf("upstreamauth: token URL %q is not an http(s) URL without user info", o.TokenURL))
+	}
+	if o.ClientID == "" {
+		errs = append(errs, errors.New("upstreamauth: no client id (API_CLIENT_ID)"))
+	}
+	if o.ClientSecret == "" {
+		errs = append(errs, errors.New("upstreamauth: no client secret (API_CLIENT_SECRET)"))
+	}
+	if o.AuthStyle == oauth2.AuthStyleAutoDetect {
+		o.AuthStyle = oauth2.AuthStyleInParams
+	}
+	def := func(d *time.Duration, v time.Duration, name string) {
+		switch {
+		case *d == 0:
+			*d = v
+		case *d < 0:
+			errs = append(errs, fmt.Errorf("upstreamauth: %s %v is negative", name, *d))
+		}
+	}
+	def(&o.EarlyExpiry, DefaultEarlyExpiry, "early expiry")
+	def(&o.MinBackoff, DefaultMinBackoff, "min backoff")
+	def(&o.MaxBackoff, DefaultMaxBackoff, "max backoff")
+	def(&o.FetchTimeout, DefaultFetchTimeout, "fetch timeout")
+	if o.MaxBackoff < o.MinBackoff {
+		errs = append(errs, fmt.Errorf("upstreamauth: max backoff %v is below min backoff %v", o.MaxBackoff, o.MinBackoff))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = http.DefaultClient
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Source{
+		cfg: clientcredentials.Config{
+			ClientID:     o.ClientID,
+			ClientSecret: o.ClientSecret,
+			TokenURL:     o.TokenURL,
+			AuthStyle:    o.AuthStyle,
+		},
+		secret:  o.ClientSecret,
+		client:  o.HTTPClient,
+		early:   o.EarlyExpiry,
+		minBack: o.MinBackoff,
+		maxBack: o.MaxBackoff,
+		timeout: o.FetchTimeout,
+		now:     o.Now,
+		log:     o.Logger,
+		fetch:   make(chan struct{}, 1),
+	}, nil
+}
+
+// TokenURL returns the token endpoint of the API upstream at base, e.g.
+// "https://api.openverse.org" → "https://api.openverse.org/v1/auth_tokens/token/".
+func TokenURL(base string) (string, error) {
+	u, err := url.JoinPath(base, TokenPath)
+	if err != nil {
+		return "", fmt.Errorf("upstreamauth: token URL from %q: %w", base, err)
+	}
+	return u, nil
+}
+
+// Token returns an access token, from the cache when it is not due for
+// refresh. Otherwise one caller fetches a new token while the others wait
+// for it (or for ctx); ctx bounds only the wait: a fetch, once started,
+// runs to its own FetchTimeout so that a cancelled browser request does
+// not count as a failed fetch. An error matches ErrBackoff when no fetch
+// was attempted because of an earlier failure.
+func (s *Source) Token(ctx context.Context) (string, error) {
+	if t := s.cur.Load(); t != nil && s.now().Before(t.refreshAt) {
+		return t.value, nil
+	}
+	select {
+	case s.fetch <- struct{}{}:
+	case <-ctx.Done():
+		return "", fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
+	}
+	defer func() { <-s.fetch }()
+
+	now := s.now()
+	old := s.cur.Load()
+	if old != nil && now.Before(old.refreshAt) { // fetched while we waited
+		return old.value, nil
+	}
+	s.mu.Lock()
+	fails, retry := s.fails, s.retry
+	s.mu.Unlock()
+	if fails > 0 && now.Before(retry) {
+		if old != nil && now.Before(old.expiresAt) {
+			return old.value, nil
+		}
+		return "", fmt.Errorf("%w after %d failed fetches; next attempt in %v", ErrBackoff, fails, retry.Sub(now).Round(time.Millisecond))
+	}
+
+	t, err := s.fetchToken(ctx)
+	now = s.now()
+	if err != nil {
+		s.mu.Lock()
+		s.fails++
+		delay := s.maxBack
+		if s.fails < 32 {
+			delay = min(s.minBack<<(s.fails-1), s.maxBack)
+		}
+		s.retry = now.Add(delay)
+		fails = s.fails
+		s.mu.Unlock()
+		s.log.LogAttrs(ctx, slog.LevelWarn, "upstream token fetch failed",
+			slog.Int("failures", fails), slog.Duration("retry_in", delay), slog.String("error", err.Error()))
+		if old != nil && now.Before(old.expiresAt) {
+			return old.value, nil
+		}
+		return "", err
+	}
+	s.mu.Lock()
+	s.fails = 0
+	s.mu.Unlock()
+	s.cur.Store(t)
+	s.log.LogAttrs(ctx, slog.LevelInfo, "upstream token fetched",
+		slog.Duration("lifetime", t.expiresAt.Sub(t.fetched)), slog.Duration("refresh_in", t.refreshAt.Sub(t.fetched)))
+	return t.value, nil
+}
+
+// fetchToken asks the token endpoint for a new token. Its errors are
+// redacted.
+func (s *Source) fetchToken(ctx context.Context) (*token, error) {
+	ctx = context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, s.client)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	ot, err := s.cfg.Token(ctx)
+	if err != nil {
+		return nil, s.redact(err)
+	}
+	if typ := ot.Type(); !strings.EqualFold(typ, "Bearer") {
+		return nil, fmt.Errorf("upstreamauth: fetch token: token type %q, want Bearer", typ)
+	}
+	if strings.ContainsAny(ot.AccessToken, " \t\r\n") {
+		return nil, errors.New("upstreamauth: fetch token: access token contains white space")
+	}
+	now := s.now()
+	life := lifetime(ot, now)
+	return &token{
+		value:     ot.AccessToken,
+		fetched:   now,
+		refreshAt: now.Add(max(life-s.early, life/2)),
+		expiresAt: now.Add(life),
+	}, nil
+}
+
+// lifetime returns how long ot is valid from now. The clientcredentials
+// package does not copy expires_in into Token.ExpiresIn, so it is read from
+// the raw response, then from Expiry, then DefaultLifetime.
+func lifetime(ot *oauth2.Token, now time.Time) time.Duration {
+	secs := ot.ExpiresIn
+	switch v := ot.Extra("expires_in").(type) {
+	case float64:
+		if v > 0 && v < math.MaxInt32 {
+			secs = int64(v)
+		}
+	case string: // some servers send a string
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil && n > 0 {
+			secs = n
+		}
+	}
+	switch {
+	case secs > 0:
+		return time.Duration(secs) * time.Second
+	case !ot.Expiry.IsZero() && time.Until(ot.Expiry) > 0:
+		return time.Until(ot.Expiry)
+	}
+	return DefaultLifetime
+}
+
+// redact turns a fetch error into one that says what failed without the
+// response body and without the client secret.
+func (s *Source) redact(err error) error {
+	var msg string
+	var re *oauth2.RetrieveError
+	switch {
+	case errors.As(err, &re) && re.Response != nil:
+		msg = fmt.Sprintf("status %d", re.Response.StatusCode)
+		if re.ErrorCode != "" {
+			msg += " " + re.ErrorCode
+		}
+	case errors.As(err, &re):
+		msg = "error " + re.ErrorCode
+	default:
+		msg = err.Error()
+	}
+	if s.secret != "" {
+		msg = strings.ReplaceAll(msg, s.secret, "[redacted]")
+		msg = strings.ReplaceAll(msg, url.QueryEscape(s.secret), "[redacted]")
+	}
+	return fmt.Errorf("upstreamauth: fetch token from %s: %s", s.cfg.TokenURL, msg)
+}
+
+// Invalidate asks for a new token on the next call to Token if tok is the
+// cached token and is at least 30 s old (so a client the API rejects
+// cannot make every request fetch). Use it when the API upstream answers
+// 401 to a request that carried tok. The old token stays in use if the
+// new fetch fails.
+func (s *Source) Invalidate(tok string) {
+	t := s.cur.Load()
+	now := s.now()
+	if t == nil || t.value != tok || now.Sub(t.fetched) < minInvalidateAge || !now.Before(t.refreshAt) {
+		return
+	}
+	n := *t
+	n.refreshAt = now
+	s.cur.CompareAndSwap(t, &n)
+}
+
+// SetAuthorization sets r's Authorization header to the bearer token,
+// replacing any other, and returns the token. r's context bounds the wait
+// for a token.
+func (s *Source) SetAuthorization(r *http.Request) (string, error) {
+	tok, err := s.Token(r.Context())
+	if err != nil {
+		return "", err
+	}
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return tok, nil
+}
+
+// SanitizeRequest removes the browser's credentials from a request header
+// bound for the API upstream: Cookie, Authorization and
+// Proxy-Authorization.
+func SanitizeRequest(h http.Header) {
+	h.Del("Cookie")
+	h.Del("Authorization")
+	h.Del("Proxy-Authorization")
+}
+
+// SanitizeResponse removes from an API upstream's response header what
+// must not reach the browser: Set-Cookie (and the obsolete Set-Cookie2),
+// and WWW-Authenticate and Authorization, which concern the gateway's
+// credentials, not the browser's (a Basic challenge would make the browser
+// prompt for a password).
+func SanitizeResponse(h http.Header) {
+	h.Del("Set-Cookie")
+	h.Del("Set-Cookie2")
+	h.Del("WWW-Authenticate")
+	h.Del("Authorization")
+}
+
+// A Transport is the http.RoundTripper for requests to the API upstream.
+// It sends a copy of each request with SanitizeRequest applied and, when
+// Source is not nil, the bearer token; it applies SanitizeResponse to each
+// response and calls Source.Invalidate on a 401. A nil Source means
+// unauthenticated (development only, see Required). If no token can be
+// had, RoundTrip fails without contacting the upstream.
+type Transport struct {
+	Source *Source
+	// Base sends the requests; default http.DefaultTransport.
+	Base http.RoundTripper
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// RoundTrip implements http.RoundTripper. It does not modify r.
+func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	out := r.Clone(r.Context())
+	SanitizeRequest(out.Header)
+	var tok string
+	if t.Source != nil {
+		var err error
+		if tok, err = t.Source.SetAuthorization(out); err != nil {
+			if r.Body != nil {
+				r.Body.Close()
+			}
+			return nil, err
+		}
+	}
+	base := t.Base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	resp, err := base.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	SanitizeResponse(resp.Header)
+	if resp.StatusCode == http.StatusUnauthorized && t.Source != nil {
+		t.Source.Invalidate(tok)
+	}
+	return resp, nil
+}
+
+// Development is the environment in which missing credentials mean
+// "unauthenticated" rather than an error.
+const Development = "development"
+
+// Required reads API_CLIENT_ID and API_CLIENT_SECRET through lookup (e.g.
+// os.LookupEnv). Empty or blank values count as missing. In the
+// Development environment, both missing returns empty credentials and no
+// error: the gateway then runs unauthenticated. Any other case with a
+// missing variable is an error naming it, including one of the two set
+// without the other in Development (a half-configured credential is a
+// mistake, not a request for unauthenticated access). The error never
+// contains a value.
+func Required(env string, lookup func(string) (string, bool)) (id, secret string, err error) {
+	get := func(name string) string {
+		v, _ := lookup(name)
+		if strings.TrimSpace(v) == "" {
+			return ""
+		}
+		return v
+	}
+	id, secret = get("API_CLIENT_ID"), get("API_CLIENT_SECRET")
+	var missing []string
+	if id == "" {
+		missing = append(missing, "API_CLIENT_ID")
+	}
+	if secret == "" {
+		missing = append(missing, "API_CLIENT_SECRET")
+	}
+	switch {
+	case len(missing) == 0:
+		return id, secret, nil
+	case len(missing) == 2 && env == Development:
+		return "", "", nil
+	case env == Development:
+		return "", "", fmt.Errorf("upstreamauth: %s is set but %s is not; set both, or neither to run unauthenticated in %q",
+			otherOf(missing[0]), missing[0], Development)
+	default:
+		return "", "", fmt.Errorf("upstreamauth: environment %q needs %s for the API upstream; only %q may run unauthenticated",
+			env, strings.Join(missing, " and "), Development)
+	}
+}
+
+// otherOf returns the credential variable that is not name.
+func otherOf(name string) string {
+	if name == "API_CLIENT_ID" {
+		return "API_CLIENT_SECRET"
+	}
+	return "API_CLIENT_ID"
+}

@@ -1,0 +1,576 @@
+package upstreamauth
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+)
+
+const (
+	clientID     = "floodgate-frontend"
+	clientSecret = "s3cret-Vx9+/&=value"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// clock is a settable test clock, safe for concurrent use.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = t0.Add(d) }
+
+// tokenServer is a real token endpoint on loopback, modelled on the
+// Openverse API's: form-encoded client credentials in, JSON token out.
+type tokenServer struct {
+	*httptest.Server
+	fetches   atomic.Int64
+	expiresIn int64
+	// fail, when set, returns the status to answer for fetch n (1-based),
+	// or 0 to succeed.
+	fail    func(n int64) int
+	gate    chan struct{} // when non-nil, each fetch waits for it to close
+	entered chan struct{}
+
+	mu   sync.Mutex
+	seen []string // "params" or "basic" per fetch
+}
+
+func newTokenServer(t *testing.T) *tokenServer {
+	ts := &tokenServer{expiresIn: 36000}
+	ts.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != TokenPath || r.Method != http.MethodPost {
+			http.NotFound(w, r)
+			return
+		}
+		n := ts.fetches.Add(1)
+		if ts.entered != nil && n == 1 {
+			close(ts.entered)
+		}
+		if ts.gate != nil {
+			<-ts.gate
+		}
+		if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
+			http.Error(w, `{"error":"unsupported_grant_type"}`, http.StatusBadRequest)
+			return
+		}
+		style := "params"
+		id, secret := r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+		if u, p, ok := r.BasicAuth(); ok {
+			style = "basic"
+			id, _ = url.QueryUnescape(u) // RFC 6749 section 2.3.1
+			secret, _ = url.QueryUnescape(p)
+		}
+		ts.mu.Lock()
+		ts.seen = append(ts.seen, style)
+		ts.mu.Unlock()
+		if ts.fail != nil {
+			if code := ts.fail(n); code != 0 {
+				// A hostile endpoint that echoes the credentials back.
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(code)
+				fmt.Fprintf(w, `{"error":"server_error","error_description":"bad secret %s","echo":%q}`, secret, secret)
+				return
+			}
+		}
+		if id != clientID || secret != clientSecret {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":%d,"scope":"read write"}`, n, ts.expiresIn)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func newSource(t *testing.T, ts *tokenServer, c *clock, mod func(*Options)) *Source {
+	t.Helper()
+	u, err := TokenURL(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{TokenURL: u, ClientID: clientID, ClientSecret: clientSecret, Now: c.Now, HTTPClient: ts.Client()}
+	if mod != nil {
+		mod(&o)
+	}
+	s, err := New(o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
+func wantToken(t *testing.T, s *Source, want string) {
+	t.Helper()
+	got, err := s.Token(context.Background())
+	if err != nil || got != want {
+		t.Fatalf("Token() = %q, %v; want %q, nil", got, err, want)
+	}
+}
+
+func TestTokenReusedAndRefreshedBeforeExpiry(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.expiresIn = 3600
+	c := &clock{t: t0}
+	s := newSource(t, ts, c, nil)
+	steps := []struct {
+		at      time.Duration
+		token   string
+		fetches int64
+	}{
+		{0, "tok-1", 1},
+		{time.Minute, "tok-1", 1},
+		{3600*time.Second - DefaultEarlyExpiry - time.Second, "tok-1", 1},
+		{3600*time.Second - DefaultEarlyExpiry, "tok-2", 2}, // 60 s before expiry
+		{3540*time.Second + 3539*time.Second, "tok-2", 2},
+		{3540*time.Second + 3540*time.Second, "tok-3", 3},
+	}
+	for _, st := range steps {
+		c.Set(st.at)
+		wantToken(t, s, st.token)
+		if n := ts.fetches.Load(); n != st.fetches {
+			t.Errorf("at t0+%v: %d fetches, want %d", st.at, n, st.fetches)
+		}
+	}
+}
+
+func TestShortLifetimeIsNotRefetchedEveryTime(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.expiresIn = 30 // shorter than the early expiry: refresh at half-life
+	c := &clock{t: t0}
+	s := newSource(t, ts, c, nil)
+	wantToken(t, s, "tok-1")
+	c.Set(14 * time.Second)
+	wantToken(t, s, "tok-1")
+	c.Set(15 * time.Second)
+	wantToken(t, s, "tok-2")
+}
+
+func TestAuthStyles(t *testing.T) {
+	for _, tt := range []struct {
+		style oauth2.AuthStyle
+		want  string
+	}{
+		{oauth2.AuthStyleAutoDetect, "params"}, // the default: Openverse's documented form
+		{oauth2.AuthStyleInParams, "params"},
+		{oauth2.AuthStyleInHeader, "basic"},
+	} {
+		ts := newTokenServer(t)
+		s := newSource(t, ts, &clock{t: t0}, func(o *Options) { o.AuthStyle = tt.style })
+		wantToken(t, s, "tok-1")
+		if len(ts.seen) != 1 || ts.seen[0] != tt.want {
+			t.Errorf("AuthStyle %v: endpoint saw %v, want [%s]", tt.style, ts.seen, tt.want)
+		}
+	}
+}
+
+func TestConcurrentRequestsFetchOnce(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.gate = make(chan struct{})
+	ts.entered = make(chan struct{})
+	var sawBearer atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer tok-1" {
+			sawBearer.Add(1)
+		}
+	}))
+	defer api.Close()
+	s := newSource(t, ts, &clock{t: t0}, nil)
+	client := &http.Client{Transport: &Transport{Source: s, Base: api.Client().Transport}}
+
+	const n = 50
+	var start, done sync.WaitGroup
+	start.Add(n)
+	done.Add(n)
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			defer done.Done()
+			start.Done()
+			resp, err := client.Get(api.URL + "/v1/images/")
+			if err != nil {
+				errs <- err
+				return
+			}
+			resp.Body.Close()
+		}()
+	}
+	start.Wait()
+	<-ts.entered // one fetch is in flight; the others queue behind it
+	close(ts.gate)
+	done.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("request: %v", err)
+	}
+	if got := ts.fetches.Load(); got != 1 {
+		t.Errorf("%d concurrent requests caused %d token fetches, want 1", n, got)
+	}
+	if got := sawBearer.Load(); got != n {
+		t.Errorf("API saw the bearer token on %d requests, want %d", got, n)
+	}
+}
+
+func TestBackoffAndRecovery(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.fail = func(n int64) int {
+		if n <= 4 {
+			return http.StatusInternalServerError
+		}
+		return 0
+	}
+	var logs bytes.Buffer
+	c := &clock{t: t0}
+	s := newSource(t, ts, c, func(o *Options) {
+		o.MinBackoff, o.MaxBackoff = time.Second, 4*time.Second
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	steps := []struct {
+		at      time.Duration
+		backoff bool // want ErrBackoff
+		ok      bool
+		fetches int64
+	}{
+		{0, false, false, 1},                     // fails: backoff 1 s
+		{500 * time.Millisecond, true, false, 1}, // fails fast
+		{time.Second, false, false, 2},           // fails: backoff 2 s
+		{2 * time.Second, true, false, 2},
+		{3 * time.Second, false, false, 3}, // fails: backoff 4 s
+		{6 * time.Second, true, false, 3},
+		{7 * time.Second, false, false, 4}, // fails: backoff stays 4 s (max)
+		{10 * time.Second, true, false, 4},
+		{11 * time.Second, false, true, 5}, // recovers
+		{12 * time.Second, false, true, 5}, // cached
+	}
+	var errs []error
+	for _, st := range steps {
+		c.Set(st.at)
+		tok, err := s.Token(context.Background())
+		if got := errors.Is(err, ErrBackoff); got != st.backoff {
+			t.Errorf("at t0+%v: Token error %v, want ErrBackoff %v", st.at, err, st.backoff)
+		}
+		if (err == nil) != st.ok || (st.ok && tok != "tok-5") {
+			t.Errorf("at t0+%v: Token() = %q, %v; want ok %v", st.at, tok, err, st.ok)
+		}
+		if n := ts.fetches.Load(); n != st.fetches {
+			t.Errorf("at t0+%v: %d fetches, want %d", st.at, n, st.fetches)
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, e := range errs {
+		assertClean(t, "error", e.Error())
+	}
+	assertClean(t, "log", logs.String())
+	if !strings.Contains(errs[0].Error(), "status 500") {
+		t.Errorf("fetch error %q does not say the status", errs[0])
+	}
+	if strings.Contains(logs.String(), "tok-5") {
+		t.Errorf("log contains the token:\n%s", logs.String())
+	}
+}
+
+func TestRefreshFailureKeepsOldTokenUntilExpiry(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.expiresIn = 3600
+	c := &clock{t: t0}
+	s := newSource(t, ts, c, nil)
+	wantToken(t, s, "tok-1")
+	ts.fail = func(int64) int { return http.StatusBadGateway }
+	c.Set(3550 * time.Second) // due for refresh, still valid
+	wantToken(t, s, "tok-1")
+	if n := ts.fetches.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2 (the failed refresh)", n)
+	}
+	c.Set(3550*time.Second + 500*time.Millisecond) // in backoff: no fetch, old token
+	wantToken(t, s, "tok-1")
+	if n := ts.fetches.Load(); n != 2 {
+		t.Errorf("%d fetches during backoff, want 2", n)
+	}
+	c.Set(3600 * time.Second) // expired, refresh fails
+	if tok, err := s.Token(context.Background()); err == nil {
+		t.Errorf("Token() after expiry with a failing endpoint = %q, want an error", tok)
+	}
+}
+
+func TestWrongCredentials(t *testing.T) {
+	ts := newTokenServer(t)
+	s := newSource(t, ts, &clock{t: t0}, func(o *Options) { o.ClientSecret = "wrong-" + clientSecret })
+	_, err := s.Token(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "status 401 invalid_client") {
+		t.Fatalf("Token() error = %v, want status 401 invalid_client", err)
+	}
+	assertClean(t, "error", err.Error())
+}
+
+func TestUnreachableEndpointErrorIsClean(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.Close()
+	s := newSource(t, ts, &clock{t: t0}, nil)
+	_, err := s.Token(context.Background())
+	if err == nil {
+		t.Fatal("Token() from a closed endpoint succeeded")
+	}
+	assertClean(t, "error", err.Error())
+}
+
+func TestWaitHonoursContext(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.gate = make(chan struct{})
+	ts.entered = make(chan struct{})
+	s := newSource(t, ts, &clock{t: t0}, nil)
+	first := make(chan error, 1)
+	go func() { _, err := s.Token(context.Background()); first <- err }()
+	<-ts.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Token(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("Token(cancelled ctx) during a fetch = %v, want context.Canceled", err)
+	}
+	close(ts.gate)
+	if err := <-first; err != nil {
+		t.Errorf("first Token() = %v", err)
+	}
+}
+
+func TestCancelledCallerDoesNotCauseBackoff(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.gate = make(chan struct{})
+	ts.entered = make(chan struct{})
+	s := newSource(t, ts, &clock{t: t0}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { _, err := s.Token(ctx); res <- err }()
+	<-ts.entered
+	cancel() // the browser went away while its request fetched the token
+	close(ts.gate)
+	if err := <-res; err != nil {
+		t.Errorf("Token() = %v, want the fetched token", err)
+	}
+	wantToken(t, s, "tok-1")
+}
+
+func TestTransportStripsCredentials(t *testing.T) {
+	ts := newTokenServer(t)
+	type seen struct{ auth, cookie, proxyAuth string }
+	got := make(chan seen, 1)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- seen{r.Header.Get("Authorization"), r.Header.Get("Cookie"), r.Header.Get("Proxy-Authorization")}
+		http.SetCookie(w, &http.Cookie{Name: "csrftoken", Value: "x"})
+		w.Header().Set("WWW-Authenticate", `Basic realm="api"`)
+		w.Header().Set("X-Kept", "1")
+	}))
+	defer api.Close()
+	s := newSource(t, ts, &clock{t: t0}, nil)
+	for _, tt := range []struct {
+		name string
+		tr   *Transport
+		auth string
+	}{
+		{"authenticated", &Transport{Source: s, Base: api.Client().Transport}, "Bearer tok-1"},
+		{"unauthenticated", &Transport{Base: api.Client().Transport}, ""},
+	} {
+		req := httptest.NewRequest("GET", api.URL+"/v1/images/?q=cat", nil)
+		req.RequestURI = ""
+		req.Header.Set("Cookie", "ovSession=abc; other=1")
+		req.Header.Set("Authorization", "Bearer browser-token")
+		req.Header.Set("Proxy-Authorization", "Basic Zm9vOmJhcg==")
+		resp, err := tt.tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s: RoundTrip: %v", tt.name, err)
+		}
+		resp.Body.Close()
+		if g := <-got; g != (seen{auth: tt.auth}) {
+			t.Errorf("%s: API upstream saw %+v, want only Authorization %q", tt.name, g, tt.auth)
+		}
+		for _, h := range []string{"Set-Cookie", "WWW-Authenticate"} {
+			if v := resp.Header.Values(h); len(v) != 0 {
+				t.Errorf("%s: response kept %s: %q", tt.name, h, v)
+			}
+		}
+		if resp.Header.Get("X-Kept") != "1" {
+			t.Errorf("%s: response lost an unrelated header", tt.name)
+		}
+		if req.Header.Get("Authorization") != "Bearer browser-token" {
+			t.Errorf("%s: RoundTrip modified the caller's request", tt.name)
+		}
+	}
+}
+
+func TestTransportInvalidatesOn401(t *testing.T) {
+	ts := newTokenServer(t)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer tok-1" {
+			w.WriteHeader(http.StatusUnauthorized) // revoked
+		}
+	}))
+	defer api.Close()
+	c := &clock{t: t0}
+	s := newSource(t, ts, c, nil)
+	tr := &Transport{Source: s, Base: api.Client().Transport}
+	do := func() int {
+		req, _ := http.NewRequest("GET", api.URL, nil)
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// A fresh token that gets 401 is kept: no fetch per request.
+	for range 3 {
+		if code := do(); code != http.StatusUnauthorized {
+			t.Fatalf("status %d, want 401", code)
+		}
+	}
+	if n := ts.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches for a freshly rejected token, want 1", n)
+	}
+	c.Set(time.Minute)
+	do() // 401 on an older token: dropped
+	if code := do(); code != http.StatusOK {
+		t.Errorf("status after invalidation %d, want 200 with tok-2", code)
+	}
+	if n := ts.fetches.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(Options{TokenURL: "ftp://x", MinBackoff: time.Minute, MaxBackoff: time.Second})
+	if err == nil {
+		t.Fatal("New accepted bad options")
+	}
+	for _, want := range []string{"ftp://x", "API_CLIENT_ID", "API_CLIENT_SECRET", "max backoff"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("New error %q does not mention %q", err, want)
+		}
+	}
+	if _, err := New(Options{TokenURL: "https://id:" + clientSecret + "@api.example/", ClientID: "a", ClientSecret: "b"}); err == nil {
+		t.Errorf("New accepted a token URL with user info")
+	}
+}
+
+func TestTokenURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.openverse.org":  "https://api.openverse.org/v1/auth_tokens/token/",
+		"https://api.openverse.org/": "https://api.openverse.org/v1/auth_tokens/token/",
+		"http://127.0.0.1:8000/base": "http://127.0.0.1:8000/base/v1/auth_tokens/token/",
+	} {
+		if got, err := TokenURL(in); err != nil || got != want {
+			t.Errorf("TokenURL(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+func TestRequired(t *testing.T) {
+	env := func(kv ...string) func(string) (string, bool) {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+	}
+	tests := []struct {
+		name       string
+		env        string
+		lookup     func(string) (string, bool)
+		id, secret string
+		errHas     []string // empty: no error
+		errHasNot  []string
+	}{
+		{name: "production set", env: "production", lookup: env("API_CLIENT_ID", "id", "API_CLIENT_SECRET", "sec"), id: "id", secret: "sec"},
+		{name: "development set", env: "development", lookup: env("API_CLIENT_ID", "id", "API_CLIENT_SECRET", "sec"), id: "id", secret: "sec"},
+		{name: "development none", env: "development", lookup: env()},
+		{name: "development blank", env: "development", lookup: env("API_CLIENT_ID", " ", "API_CLIENT_SECRET", "")},
+		{name: "production none", env: "production", lookup: env(), errHas: []string{`"production"`, "API_CLIENT_ID and API_CLIENT_SECRET"}},
+		{name: "staging no id", env: "staging", lookup: env("API_CLIENT_SECRET", "sec"), errHas: []string{`"staging"`, "API_CLIENT_ID"}, errHasNot: []string{"API_CLIENT_SECRET", "sec"}},
+		{name: "production no secret", env: "production", lookup: env("API_CLIENT_ID", "theid"), errHas: []string{"API_CLIENT_SECRET"}, errHasNot: []string{"API_CLIENT_ID", "theid"}},
+		{name: "empty env name", env: "", lookup: env(), errHas: []string{"API_CLIENT_ID"}},
+		{name: "development half", env: "development", lookup: env("API_CLIENT_ID", "theid"), errHas: []string{"API_CLIENT_SECRET is not"}, errHasNot: []string{"theid"}},
+	}
+	for _, tt := range tests {
+		id, secret, err := Required(tt.env, tt.lookup)
+		if len(tt.errHas) == 0 {
+			if err != nil || id != tt.id || secret != tt.secret {
+				t.Errorf("%s: Required = %q, %q, %v; want %q, %q, nil", tt.name, id, secret, err, tt.id, tt.secret)
+			}
+			continue
+		}
+		if err == nil || id != "" || secret != "" {
+			t.Errorf("%s: Required = %q, %q, %v; want an error", tt.name, id, secret, err)
+			continue
+		}
+		for _, s := range tt.errHas {
+			if !strings.Contains(err.Error(), s) {
+				t.Errorf("%s: error %q does not contain %q", tt.name, err, s)
+			}
+		}
+		for _, s := range tt.errHasNot {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%s: error %q contains %q", tt.name, err, s)
+			}
+		}
+	}
+}
+
+// assertClean fails if s shows the client secret in any common encoding.
+func assertClean(t *testing.T, what, s string) {
+	t.Helper()
+	for _, form := range []string{clientSecret, "s3cret-Vx9%2B%2F%26%3Dvalue", "s3cret"} {
+		if strings.Contains(s, form) {
+			t.Errorf("%s contains the client secret (%q): %s", what, form, s)
+		}
+	}
+}
+
+func TestCachedTokenDoesNotAllocate(t *testing.T) {
+	ts := newTokenServer(t)
+	s := newSource(t, ts, &clock{t: t0}, nil)
+	ctx := context.Background()
+	wantToken(t, s, "tok-1")
+	if n := testing.AllocsPerRun(1000, func() { s.Token(ctx) }); n != 0 {
+		t.Errorf("Token with a cached token allocs = %v, want 0", n)
+	}
+}
+
+func BenchmarkTokenCachedParallel(b *testing.B) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"tok","token_type":"Bearer","expires_in":36000}`)
+	}))
+	defer ts.Close()
+	s, err := New(Options{TokenURL: ts.URL + TokenPath, ClientID: clientID, ClientSecret: clientSecret, HTTPClient: ts.Client()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Token(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
