@@ -81,7 +81,10 @@ func TestThreeReplicasShareOneLimit(t *testing.T) {
 	up := okUpstream(t)
 	var gws []*gatewayProc
 	for range 3 {
-		gws = append(gws, startMaveDB(t, rs.URL(), up))
+		// A generous store timeout: on a loaded machine a decision that
+		// times out fails open (admitted), which is the policy, not a
+		// counting error; this test is about exact counting.
+		gws = append(gws, startMaveDB(t, rs.URL()+"?timeout=5s", up))
 	}
 	codes := map[int]int{}
 	for i := range 1600 {
@@ -89,7 +92,11 @@ func TestThreeReplicasShareOneLimit(t *testing.T) {
 		codes[code]++
 	}
 	if codes[200] != 1500 || codes[429] != 100 {
-		t.Errorf("statuses %v, want exactly 1500×200 and 100×429", codes)
+		errs := 0.0
+		for _, g := range gws {
+			errs += g.metric("floodgate_store_errors_total")
+		}
+		t.Errorf("statuses %v, want exactly 1500×200 and 100×429 (store errors, admitted by fail open: %v)", codes, errs)
 	}
 	// Each replica alone would have admitted up to 1500: the limit is
 	// shared, not multiplied.
@@ -104,7 +111,7 @@ func TestThreeReplicasShareOneLimit(t *testing.T) {
 // the gateway.
 func TestRedisDownFailOpenAndRecovery(t *testing.T) {
 	rs := redistest.Start(t)
-	g := startMaveDB(t, rs.URL(), okUpstream(t))
+	g := startMaveDB(t, rs.URL()+"?timeout=5s", okUpstream(t))
 	for range 10 {
 		if code, _ := g.get("/api/v1/score-sets", "203.0.113.8"); code != 200 {
 			t.Fatalf("before the outage: %d", code)
@@ -153,7 +160,7 @@ func TestFailClosedAnswers503(t *testing.T) {
 	os.WriteFile(conf, []byte(fmt.Sprintf(`
 listen: %s
 admin: {listen: %q}
-store: {url: %q, timeout: 50ms}
+store: {url: %q, timeout: 5s}
 upstreams: {api: {url: %q}}
 rules:
   - {name: logins, when: "request.path == '/login'", limits: [10/1m], failure_policy: fail_closed, retry_after: 20s}
@@ -188,7 +195,7 @@ rules:
 func TestStartsWithRedisDown(t *testing.T) {
 	rs := redistest.Start(t)
 	rs.Kill() // its port is now free, and nothing answers on it
-	g := startMaveDB(t, rs.URL(), okUpstream(t))
+	g := startMaveDB(t, rs.URL()+"?timeout=5s", okUpstream(t))
 	if code, _ := g.get("/api/v1/score-sets", "203.0.113.2"); code != 200 {
 		t.Errorf("with Redis never up: %d, want 200", code)
 	}
@@ -212,7 +219,7 @@ func TestClusterStore(t *testing.T) {
 	for _, n := range c.Nodes {
 		addrs = append(addrs, n.Addr())
 	}
-	g := startMaveDB(t, "redis://"+strings.Join(addrs, ","), okUpstream(t))
+	g := startMaveDB(t, "redis://"+strings.Join(addrs, ",")+"?timeout=5s", okUpstream(t))
 	codes := map[int]int{}
 	for range 101 {
 		code, _ := g.get("/api/v1/score-sets/urn:mavedb:1/scores", "203.0.113.4")

@@ -27,7 +27,7 @@ func TestCostFeaturesWithRedis(t *testing.T) {
 	defer up.Close()
 	yaml := `
 client_ip: {trusted_proxies: [127.0.0.0/8]}
-store: {url: "` + rs.URL() + `"}
+store: {url: "` + rs.URL() + `", timeout: 5s}
 upstreams: {api: {url: "` + up.URL + `"}}
 rules:
   - {name: tune, action: count, limits: [100/5m], candidates: [50/5m, 200/5m]}
