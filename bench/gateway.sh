@@ -28,6 +28,9 @@
 #   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
 #   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
+#   LATENCY [1]: 0 skips the latency measurement
+#   CPUPROFILE: run floodgate under bench/gwprof, which writes a CPU profile
+#     of the whole run to this file (read it with go tool pprof)
 #   KEEP_DIR: keep the temporary directory (logs, configs) and print its path
 #
 # Everything listens on 127.0.0.1 only; every process the script starts is
@@ -108,6 +111,11 @@ wait_up() {
 go build -o "$dir/floodgate" ./cmd/floodgate
 go build -o "$dir/revproxy" ./bench/revproxy
 go build -o "$dir/latency" ./bench/latency
+fg=("$dir/floodgate")
+if [ -n "${CPUPROFILE:-}" ]; then
+	go build -o "$dir/gwprof" ./bench/gwprof
+	fg=("$dir/gwprof" -cpuprofile "$(realpath -m "$CPUPROFILE")" --)
+fi
 
 fill bench/upstream-nginx.conf.tmpl "$dir/upstream.conf" "$up_port"
 nginx -e "$dir/upstream-error.log" -p "$dir" -c "$dir/upstream.conf" &
@@ -120,7 +128,7 @@ for t in "${targets[@]}"; do
 	floodgate)
 		FLOODGATE_LISTEN=127.0.0.1:${port[floodgate]} FLOODGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
 			FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
-			"$dir/floodgate" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
+			"${fg[@]}" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
 		pids+=($!)
 		;;
 	nginx_limit_req)
@@ -154,7 +162,7 @@ median() {
 	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
 }
 
-declare -A rps p50 p99 bad
+declare -A rps p50 p99 dp99 bad
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for r in $(seq "$rounds"); do
 	for t in "${targets[@]}"; do
@@ -168,10 +176,12 @@ for r in $(seq "$rounds"); do
 		echo "round $r throughput $t: $v req/s${n:+, $n non-2xx}" >&2
 	done
 	for t in "${targets[@]}"; do
+		[ "${LATENCY:-1}" = 0 ] && break
 		out=$("$dir/latency" -url "http://127.0.0.1:${port[$t]}$path" -rate "$rate" -duration "$lat_duration" -conns "$lat_conns")
-		eval "$(tr ' ' '\n' <<<"$out" | sed -n 's/^\(p50_us\|p99_us\|errors\)=\([0-9]*\)$/\1=\2/p')"
+		eval "$(tr ' ' '\n' <<<"$out" | sed -n 's/^\(p50_us\|p99_us\|due_p99_us\|errors\)=\([0-9]*\)$/\1=\2/p')"
 		p50[$t]="${p50[$t]:-} $p50_us"
 		p99[$t]="${p99[$t]:-} $p99_us"
+		dp99[$t]="${dp99[$t]:-} $due_p99_us"
 		bad[$t]=$((${bad[$t]:-0} + errors))
 		echo "round $r latency $t: $out" >&2
 	done
@@ -197,18 +207,22 @@ if [ -n "${rps[floodgate]:-}" ] && [ -n "${rps[$ref]:-}" ]; then
 	echo
 	echo "floodgate/$ref = $(ratio "$(med floodgate)" "$(med $ref)")"
 fi
+[ "${LATENCY:-1}" = 0 ] && exit 0
 echo
-echo "Latency: $rate req/s open loop for $lat_duration over at most $lat_conns connections, $rounds rounds (medians, µs)"
+echo "Latency: $rate req/s open loop for $lat_duration over at most $lat_conns connections, $rounds rounds"
+echo "(medians, µs; p50/p99 from when sent, due p99 from when due: see bench/latency)"
 echo
-echo "| target | p50 | p99 | p50 added | p99 added |"
-echo "|---|---:|---:|---:|---:|"
+echo "| target | p50 | p99 | p50 added | p99 added | due p99 | due p99 added |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
 for t in "${targets[@]}"; do
 	a=$(median ${p50[$t]})
 	b=$(median ${p99[$t]})
-	da=-; db=-
+	c=$(median ${dp99[$t]})
+	da=-; db=-; dc=-
 	if [ -n "${p50[direct]:-}" ]; then
 		da=$((a - $(median ${p50[direct]})))
 		db=$((b - $(median ${p99[direct]})))
+		dc=$((c - $(median ${dp99[direct]})))
 	fi
-	echo "| $t | $a | $b | $da | $db |"
+	echo "| $t | $a | $b | $da | $db | $c | $dc |"
 done
