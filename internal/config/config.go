@@ -161,6 +161,13 @@ type Route struct {
 	// matched segment (see ParseRewrite). Default: the request path
 	// unchanged.
 	Rewrite string `yaml:"rewrite" json:"rewrite,omitempty"`
+	// Params constrain the path's named segments: "uuid", "int", or a
+	// regular expression the whole segment must match. A request whose
+	// segment does not match is not this route's (the next route may take
+	// it); with a rewrite, nothing else can reach the upstream path.
+	Params map[string]string `yaml:"params" json:"params,omitempty"`
+	// Query filters the query string forwarded to the upstream.
+	Query RouteQuery `yaml:"query" json:"query"`
 	// MaxInflight caps the route's requests in flight in this gateway
 	// process; over it, 503 at once (SPEC C1). Default 0: no cap.
 	MaxInflight int `yaml:"max_inflight" json:"max_inflight,omitempty"`
@@ -172,6 +179,18 @@ type Route struct {
 	// RetryAfter is the Retry-After of the route's 503/504 answers
 	// (capacity, timeouts). Default "10s".
 	RetryAfter string `yaml:"retry_after" json:"retry_after,omitempty"`
+}
+
+// RouteQuery filters a route's query parameters (SPEC O1).
+type RouteQuery struct {
+	// Allow lists the parameters forwarded; others are dropped. Empty:
+	// every parameter is forwarded.
+	Allow []string `yaml:"allow" json:"allow,omitempty"`
+	// Max caps numeric parameters: a value above the cap (or not a
+	// number) is answered 400, or dropped with over_max: drop.
+	Max map[string]int64 `yaml:"max" json:"max,omitempty"`
+	// OverMax is reject (default: 400) or drop.
+	OverMax string `yaml:"over_max" json:"over_max,omitempty"`
 }
 
 // Rule is one rate rule (SPEC G3).

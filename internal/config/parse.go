@@ -465,3 +465,34 @@ func ParseBan(s string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// ParamMatcher compiles a route parameter's constraint: "uuid", "int" (a
+// non-negative decimal integer), or a regular expression (RE2) that the
+// whole segment must match.
+func ParamMatcher(s string) (func(string) bool, error) {
+	switch s {
+	case "uuid":
+		return uuidPattern.MatchString, nil
+	case "int":
+		return func(v string) bool {
+			if v == "" || len(v) > 18 {
+				return false
+			}
+			for i := 0; i < len(v); i++ {
+				if v[i] < '0' || v[i] > '9' {
+					return false
+				}
+			}
+			return true
+		}, nil
+	case "":
+		return nil, errors.New("the constraint is empty")
+	}
+	re, err := regexp.Compile("^(?:" + s + ")$")
+	if err != nil {
+		return nil, fmt.Errorf("%q is not uuid, int or a regular expression: %v", s, err)
+	}
+	return re.MatchString, nil
+}

@@ -219,6 +219,25 @@ func (v *validator) routes() {
 	upstreams := sortedKeys(v.c.Upstreams)
 	for i, r := range v.c.Routes {
 		path := indexPath("routes", i)
+		if pt, err := ParseRoutePattern(r.Path); err == nil {
+			for _, name := range sortedKeys(r.Params) {
+				if !slices.Contains(pt.Params(), name) {
+					v.add(joinKey(joinKey(path, "params"), name), fmt.Sprintf("%q is not a parameter of path %s", name, r.Path), pt.Params()...)
+					continue
+				}
+				if _, err := ParamMatcher(r.Params[name]); err != nil {
+					v.add(joinKey(joinKey(path, "params"), name), err.Error(), "uuid", "int", "a regular expression")
+				}
+			}
+		}
+		for _, name := range sortedKeys(r.Query.Max) {
+			if r.Query.Max[name] < 0 {
+				v.add(joinKey(joinKey(joinKey(path, "query"), "max"), name), "a cap must be 0 or more")
+			}
+		}
+		if r.Query.OverMax != "" {
+			v.oneOf(joinKey(joinKey(path, "query"), "over_max"), "over_max value", r.Query.OverMax, []string{"reject", "drop"})
+		}
 		v.timeouts(joinKey(path, "timeouts"), r.Timeouts)
 		v.intRange(joinKey(path, "max_inflight"), r.MaxInflight, 0, 1000000)
 		if r.TimeoutStatus != 0 && r.TimeoutStatus != 503 && r.TimeoutStatus != 504 {

@@ -196,10 +196,28 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 			rs.retryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
 		}
 		g.routeSet = append(g.routeSet, rs)
-		g.router.Routes = append(g.router.Routes, &proxy.Route{
+		route := &proxy.Route{
 			Index: i, Name: rc.Name, Group: rc.Group, Pattern: pt, Methods: methods,
 			Rewrite: tmpl, Upstream: upstreamFor(rc.Upstream, t),
-		})
+		}
+		for name, c := range rc.Params {
+			if m, err := config.ParamMatcher(c); err == nil {
+				if route.Constraints == nil {
+					route.Constraints = map[string]func(string) bool{}
+				}
+				route.Constraints[name] = m
+			}
+		}
+		if q := rc.Query; len(q.Allow) > 0 || len(q.Max) > 0 {
+			route.Query = &proxy.QueryFilter{Max: q.Max, DropOverMax: q.OverMax == "drop"}
+			if len(q.Allow) > 0 {
+				route.Query.Allow = map[string]bool{}
+				for _, a := range q.Allow {
+					route.Query.Allow[a] = true
+				}
+			}
+		}
+		g.router.Routes = append(g.router.Routes, route)
 		g.routes = append(g.routes, o.Metrics.ForRoute(rc.Name))
 	}
 	g.noRoute = o.Metrics.ForRoute("")
@@ -306,6 +324,17 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rm := g.routes[route.Index]
 	rs := &g.routeSet[route.Index]
 	sw.route = rs
+	// The query string is filtered before the rules run, so rules see
+	// what would be forwarded; a value over its cap is refused uncounted.
+	if route.Query != nil {
+		q, bad := route.Query.Filter(r.URL.RawQuery)
+		if bad != "" {
+			g.answers.Write(sw, r, respond.Answer{Kind: respond.BadRequest})
+			rm.Request(sw.code)
+			return
+		}
+		r.URL.RawQuery = q
+	}
 
 	peer := clientip.Peer(r.RemoteAddr)
 	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)

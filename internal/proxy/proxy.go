@@ -23,7 +23,12 @@ type Route struct {
 	// Methods, when non-empty, restricts the route to these methods.
 	Methods []string
 	// Rewrite is the upstream path template; no parts forwards the path as is.
-	Rewrite  config.Template
+	Rewrite config.Template
+	// Constraints must hold for the named parameters, or the route does
+	// not match (the next route may).
+	Constraints map[string]func(string) bool
+	// Query, when not nil, filters the forwarded query string.
+	Query *QueryFilter
 	Upstream *Upstream
 }
 
@@ -39,11 +44,20 @@ func (rt *Router) Match(method, path string, p *Params) *Route {
 		if len(r.Methods) > 0 && !contains(r.Methods, method) {
 			continue
 		}
-		if Match(r.Pattern, path, p) {
+		if Match(r.Pattern, path, p) && r.satisfied(p) {
 			return r
 		}
 	}
 	return nil
+}
+
+func (r *Route) satisfied(p *Params) bool {
+	for name, ok := range r.Constraints {
+		if !ok(p.Get(name)) {
+			return false
+		}
+	}
+	return true
 }
 
 func contains(list []string, s string) bool {
