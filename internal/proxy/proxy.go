@@ -28,7 +28,7 @@ type Route struct {
 	// not match (the next route may).
 	Constraints map[string]func(string) bool
 	// Query, when not nil, filters the forwarded query string.
-	Query *QueryFilter
+	Query    *QueryFilter
 	Upstream *Upstream
 }
 
