@@ -517,7 +517,8 @@ func TestImports(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	got := strings.Fields(string(out))
-	want := []string{"github.com/floodgate/floodgate/internal/clientip"}
+	// The standard library and this module's stdlib-only httpsyntax.
+	want := []string{"github.com/floodgate/floodgate/internal/httpsyntax", "github.com/floodgate/floodgate/internal/clientip"}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("non-standard dependencies (-got +want):\n%s", diff)
 	}

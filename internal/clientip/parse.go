@@ -3,6 +3,8 @@ package clientip
 import (
 	"net/netip"
 	"strings"
+
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 )
 
 // A walker yields the entries of a forwarding header from the right,
@@ -202,18 +204,7 @@ func validValue(v string) bool {
 }
 
 // isToken reports whether s is an RFC 9110 token.
-func isToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return s != ""
-}
+func isToken(s string) bool { return httpsyntax.IsToken(s) }
 
 // parseNode parses an address with an optional port: "192.0.2.1",
 // "192.0.2.1:80", "2001:db8::1", "[2001:db8::1]", "[2001:db8::1]:80".

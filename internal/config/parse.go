@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
@@ -114,18 +115,7 @@ func ParseKey(s string) (KeyPart, error) {
 
 // isToken reports whether s is an HTTP token (RFC 9110 §5.6.2), such as a
 // header name or a method.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+func isToken(s string) bool { return httpsyntax.IsToken(s) }
 
 // A Pattern is a parsed route path.
 type Pattern struct {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 )
 
 // Options configure a Writer. The zero Options are valid: English by
@@ -370,20 +372,5 @@ func (w *Writer) Write(rw http.ResponseWriter, r *http.Request, a Answer) {
 	}
 }
 
-// isToken reports whether s is a non-empty RFC 9110 token, such as a
-// header name.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// isToken reports whether s is an RFC 9110 token, such as a header name.
+func isToken(s string) bool { return httpsyntax.IsToken(s) }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 	"github.com/gorilla/securecookie"
 )
 
@@ -321,18 +322,4 @@ func (m *Manager) StripSetCookie(h http.Header) {
 
 // validName reports whether s is an RFC 6265 cookie name (an RFC 9110
 // token).
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+func validName(s string) bool { return httpsyntax.IsToken(s) }
