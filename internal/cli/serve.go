@@ -130,6 +130,19 @@ func runServe(ctx context.Context, env environ, args []string) error {
 			}
 		}
 	}
+	public := newServer(srv, &c.Server, logger)
+	if c.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("tls: %w", err)
+		}
+		public.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	if err := start("public", c.Listen, public); err != nil {
+		return err
+	}
+	// The admin listener last: once /healthz answers, every listener is
+	// accepting connections.
 	if c.Admin.Listen != config.ListenOff {
 		h := admin.Handler(admin.Options{
 			Gatherer: metrics.Registry,
@@ -150,17 +163,6 @@ func runServe(ctx context.Context, env environ, args []string) error {
 		if err := start("admin", c.Admin.Listen, newServer(h, &c.Server, logger)); err != nil {
 			return err
 		}
-	}
-	public := newServer(srv, &c.Server, logger)
-	if c.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
-		if err != nil {
-			return fmt.Errorf("tls: %w", err)
-		}
-		public.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	}
-	if err := start("public", c.Listen, public); err != nil {
-		return err
 	}
 	if c.Store.URL == config.StoreMemory {
 		logger.Warn("counters are in this process's memory: each gateway replica enforces every limit on its own, so N replicas admit up to N times each limit; use a Redis store (store.url, --store) to share them",
