@@ -9,7 +9,9 @@
 // refuses it, which answers 429 and stops. A refused request consumes no
 // quota of the rule that refused it, but has been counted by the rules
 // before it that admitted it. In log-only mode deny and block become
-// would-blocks and evaluation continues.
+// would-blocks and evaluation continues. A concurrency cap, a ban or a
+// fail-closed store failure refuses like a limit (503 for caps and store
+// failures); counts that depend on the response are made by Finish.
 package rules
 
 import (
