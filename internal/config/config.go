@@ -26,6 +26,9 @@ type Config struct {
 	Server Server `yaml:"server" json:"server"`
 	// Admin is the admin listener (metrics, health).
 	Admin Admin `yaml:"admin" json:"admin"`
+	// Internal is a second listener for trusted callers, such as a web
+	// frontend's server-side rendering (SPEC O6).
+	Internal Internal `yaml:"internal" json:"internal"`
 	// ClientIP says how the client address is found.
 	ClientIP ClientIP `yaml:"client_ip" json:"client_ip"`
 	// Store selects where counters live.
@@ -39,6 +42,10 @@ type Config struct {
 	Routes []Route `yaml:"routes" json:"routes"`
 	// Rules are evaluated in order for every request (docs/rules.md).
 	Rules []Rule `yaml:"rules" json:"rules"`
+	// Sessions issues and verifies signed visitor sessions (SPEC O4, O9).
+	Sessions Sessions `yaml:"sessions" json:"sessions"`
+	// APIClients names the API clients and their plans (SPEC O8).
+	APIClients APIClients `yaml:"api_clients" json:"api_clients"`
 	// Responses shapes floodgate's own answers.
 	Responses Responses `yaml:"responses" json:"responses"`
 	// Log configures logging and the decision log.
@@ -62,6 +69,84 @@ type Admin struct {
 	// characters; put it in the environment: ${FLOODGATE_ADMIN_TOKEN}).
 	// Default none: those endpoints then answer only to loopback peers.
 	Token string `yaml:"token" json:"token,omitempty" secret:"true"`
+}
+
+// Internal is the internal listener: the same routes, upstreams and
+// credentials as the public one, for callers that are already counted
+// (server-side rendering of a page load that was). Whether a request is
+// internal depends only on the listener it arrived on, never on anything
+// the request says.
+type Internal struct {
+	// Listen is the internal listener's address: host:port, or
+	// "unix:/path/to.sock" for a Unix socket. Default "" (or "off"): no
+	// internal listener. Bind it to loopback or a private network only.
+	Listen string `yaml:"listen" json:"listen,omitempty"`
+	// EvaluateRules, when true, runs the rules for internal requests too
+	// (client.internal is then true in conditions). Default false:
+	// internal requests are forwarded without being counted or limited.
+	EvaluateRules bool `yaml:"evaluate_rules" json:"evaluate_rules,omitempty"`
+}
+
+// Sessions configures floodgate's own visitor sessions (SPEC O4): a
+// signed cookie issued on page loads, so that people sharing one IP
+// address are counted apart (rules key by "session").
+type Sessions struct {
+	// Secret signs the cookie: one or more secrets of at least 32 bytes,
+	// comma-separated, newest first; the first signs, all verify (put it
+	// in the environment: ${HMAC_SIGNING_SECRET}). Sessions are off while
+	// it is empty.
+	Secret string `yaml:"secret" json:"secret,omitempty" secret:"true"`
+	// Cookie is the cookie name. Default "ovSession".
+	Cookie string `yaml:"cookie" json:"cookie,omitempty"`
+	// MaxAge is how long a session is valid after it was issued, a Go
+	// duration of at least 1s. Default "1h".
+	MaxAge string `yaml:"max_age" json:"max_age,omitempty"`
+	// IssueWhen is a CEL condition over the request model: a request it
+	// holds for that has no valid session gets one (Set-Cookie on the
+	// response). Default "request.method == 'GET'".
+	IssueWhen string `yaml:"issue_when" json:"issue_when,omitempty"`
+	// PerIP counts new sessions per client address (SPEC O9).
+	PerIP SessionsPerIP `yaml:"per_ip" json:"per_ip"`
+}
+
+// SessionsPerIP configures the sessions-per-address distribution and its
+// optional cap.
+type SessionsPerIP struct {
+	// Window is the length of the fixed counting windows. Default "1h".
+	Window string `yaml:"window" json:"window,omitempty"`
+	// MaxNew caps the sessions issued per address per window; a page load
+	// over it is served without a new session. Default 0: no cap.
+	MaxNew int `yaml:"max_new" json:"max_new,omitempty"`
+	// MaxAddresses bounds the addresses tracked per window. Default 65536.
+	MaxAddresses int `yaml:"max_addresses" json:"max_addresses,omitempty"`
+}
+
+// APIClients identifies API clients and gives each a plan (SPEC O8). A
+// request names its client either by a bearer token whose SHA-256 is
+// listed here, or by matching a route whose upstream has auth.api_client
+// set (the gateway's own credentials). Rules count by key "api_client"
+// and take their limits from the client's plan with limits_from: plan.
+type APIClients struct {
+	// Plans map a plan name (lower-case letters, digits, "_" and "-") to
+	// its limits, "N/WINDOW" strings; an empty list is a plan without
+	// limits (exempt).
+	Plans map[string][]string `yaml:"plans" json:"plans,omitempty"`
+	// Clients are the known API clients.
+	Clients []APIClient `yaml:"clients" json:"clients,omitempty"`
+}
+
+// APIClient is one known API client.
+type APIClient struct {
+	// ID names the client in rules (api_client.id), keys and metrics:
+	// letters, digits, ".", "_" and "-", at most 64.
+	ID string `yaml:"id" json:"id"`
+	// Plan is the name of an entry in api_clients.plans.
+	Plan string `yaml:"plan" json:"plan"`
+	// TokenSHA256 is the hex SHA-256 of the bearer token the client sends
+	// in "Authorization: Bearer TOKEN" (sha256sum of the token, no
+	// newline). Optional: a client without one is named only by an
+	// upstream's auth.api_client.
+	TokenSHA256 string `yaml:"token_sha256" json:"token_sha256,omitempty"`
 }
 
 // Server tunes the public listener's HTTP server. Durations are Go
@@ -126,6 +211,36 @@ type Upstream struct {
 	URL string `yaml:"url" json:"url"`
 	// Timeouts bound every request to this upstream (routes may override).
 	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
+	// Auth gives floodgate its own credentials to this upstream (SPEC O2,
+	// O3). When set, the browser's Cookie and Authorization never reach
+	// the upstream, and its Set-Cookie never reaches the browser.
+	Auth UpstreamAuth `yaml:"auth" json:"auth"`
+}
+
+// UpstreamAuth is floodgate's credentials to an upstream.
+type UpstreamAuth struct {
+	// Type is "" (none), client_credentials (an OAuth2 token fetched from
+	// token_url, cached and refreshed before it expires) or header (a
+	// fixed header_value in header_name).
+	Type string `yaml:"type" json:"type,omitempty"`
+	// TokenURL is the token endpoint: an http(s) URL, or a path on the
+	// upstream. Default "/v1/auth_tokens/token/" (the Openverse API's).
+	TokenURL string `yaml:"token_url" json:"token_url,omitempty"`
+	// ClientID and ClientSecret are the client credentials (put them in
+	// the environment: ${API_CLIENT_ID}, ${API_CLIENT_SECRET}).
+	ClientID     string `yaml:"client_id" json:"client_id,omitempty"`
+	ClientSecret string `yaml:"client_secret" json:"client_secret,omitempty" secret:"true"`
+	// HeaderName and HeaderValue are the fixed header of type header.
+	// Default name "Authorization".
+	HeaderName  string `yaml:"header_name" json:"header_name,omitempty"`
+	HeaderValue string `yaml:"header_value" json:"header_value,omitempty" secret:"true"`
+	// Optional, when true, forwards without credentials while they are
+	// empty, instead of refusing to start. Meant for a development
+	// environment only.
+	Optional bool `yaml:"optional" json:"optional,omitempty"`
+	// APIClient is the api_clients.clients id that requests forwarded
+	// with these credentials count as (the frontend's own plan).
+	APIClient string `yaml:"api_client" json:"api_client,omitempty"`
 }
 
 // Timeouts bound a request to an upstream (SPEC C2). Durations are Go
@@ -213,8 +328,13 @@ type Rule struct {
 	Key []string `yaml:"key" json:"key,omitempty"`
 	// Limits are "N/WINDOW" strings (ratelimit.ParseLimit), all enforced
 	// together, at most one per window. Required for block and count
-	// rules, not allowed for deny and allow.
+	// rules (unless limits_from is set), not allowed for deny and allow.
 	Limits []string `yaml:"limits" json:"limits,omitempty"`
+	// LimitsFrom "plan" takes the limits from the API client's plan
+	// (api_clients.plans): the rule applies only to requests with a
+	// known API client, one counter set per plan, reported as the rules
+	// NAME.PLAN. Exclusive with limits.
+	LimitsFrom string `yaml:"limits_from" json:"limits_from,omitempty"`
 	// Algorithm is sliding_window (default), gcra or fixed_window. Only
 	// for block and count rules.
 	Algorithm string `yaml:"algorithm" json:"algorithm,omitempty"`
@@ -371,4 +491,9 @@ const (
 
 	// ListenOff as admin.listen disables the admin listener.
 	ListenOff = "off"
+
+	AuthClientCredentials = "client_credentials"
+	AuthHeader            = "header"
+
+	LimitsFromPlan = "plan"
 )

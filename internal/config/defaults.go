@@ -86,6 +86,7 @@ func (c *Config) ApplyDefaults() {
 		}
 	}
 
+	c.applyOpenverseDefaults()
 	setDefault(&c.Responses.RateLimitHeaders, RateLimitHeadersAlways)
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.Log.Decisions, LogDecisionsLimited)

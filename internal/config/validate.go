@@ -53,6 +53,9 @@ func (f *File) Validate() Problems {
 	v.routes()
 	v.rules()
 	v.responses()
+	v.internal()
+	v.sessions()
+	v.apiClients()
 	return v.problems
 }
 
@@ -169,6 +172,7 @@ func (v *validator) upstreams() {
 			v.add(joinKey(path, "url"), msg)
 		}
 		v.timeouts(joinKey(path, "timeouts"), v.c.Upstreams[name].Timeouts)
+		v.upstreamAuth(name, v.c.Upstreams[name])
 	}
 }
 
@@ -366,7 +370,21 @@ func (v *validator) rules() {
 			}
 		}
 		caps := r.MaxInflight > 0 || r.MaxInflightPerKey > 0
-		if counts && len(r.Limits) == 0 && !caps {
+		if r.LimitsFrom != "" {
+			v.oneOf(at("limits_from"), "limits_from value", r.LimitsFrom, limitsFroms)
+			switch {
+			case !counts:
+				v.add(at("limits_from"), fmt.Sprintf("has no meaning for action %s: use action block or count", r.Action))
+			case len(r.Limits) > 0:
+				v.add(at("limits"), "a rule takes its limits from limits or from limits_from, not both")
+			case len(v.c.APIClients.Plans) == 0:
+				v.add(at("limits_from"), "limits_from: plan needs api_clients.plans")
+			}
+			if len(r.Candidates) > 0 {
+				v.add(at("candidates"), "candidates cannot be used with limits_from")
+			}
+		}
+		if counts && len(r.Limits) == 0 && !caps && r.LimitsFrom == "" {
 			v.add(at("limits"), fmt.Sprintf("a %s rule needs at least one limit, such as limits: [100/5m], or a max_inflight cap", r.Action))
 		}
 		if !counts {
@@ -402,7 +420,7 @@ func (v *validator) rules() {
 				v.add(at("cost"), err.Error(), CostForms()...)
 			}
 		}
-		if (r.CountWhen != "" || (r.Cost != "" && r.Cost != CostRequests)) && len(r.Limits) == 0 {
+		if (r.CountWhen != "" || (r.Cost != "" && r.Cost != CostRequests)) && len(r.Limits) == 0 && r.LimitsFrom == "" {
 			v.add(at("limits"), "count_when and cost count against limits: add one, such as limits: [600/1h]")
 		}
 
