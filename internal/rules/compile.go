@@ -16,6 +16,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,12 @@ type Rule struct {
 	// Cost is what a request costs (config.Cost* constants); CostHeader
 	// names the response header for config.CostHeader.
 	Cost, CostHeader string
+	// Plan, when set, is the API-client plan this rule holds the limits
+	// of (a rule with limits_from: plan compiles to one Rule per plan):
+	// it applies only to requests whose client has that plan.
+	Plan string
+	// ConfigIndex is the index of the rule in the configuration's rules.
+	ConfigIndex int
 
 	when      cel.Program       // nil: always
 	countWhen cel.Program       // nil: every request counts
@@ -78,6 +85,9 @@ type Rule struct {
 	prefix    string            // counter-key prefix: rule name and key spec
 	capKey    string            // Inflight key of the per-process cap
 	parts     []keyPart
+	// needs are the request identities the rule's key is made of
+	// (session, API client): without them, the rule does not apply.
+	needsSession, needsClient bool
 }
 
 // Set is a compiled, ordered rule list. It is immutable and safe for
@@ -133,97 +143,166 @@ func Compile(f *config.File) (*Set, config.Problems) {
 	var problems config.Problems
 	set := &Set{}
 	for i, rc := range f.Config.Rules {
-		path := "rules[" + strconv.Itoa(i) + "]"
-		r := &Rule{Index: i, Name: rc.Name, Message: rc.Message}
-		switch rc.Action {
-		case "deny":
-			r.Action = Deny
-		case "count":
-			r.Action = Count
-		case "allow":
-			r.Action = Allow
-		default:
-			r.Action = Block
+		if rc.LimitsFrom != config.LimitsFromPlan {
+			r, ps := compileRule(f, env, respEnv, i, rc)
+			problems = append(problems, ps...)
+			r.Index = len(set.Rules)
+			set.Rules = append(set.Rules, r)
+			continue
 		}
-		if w := strings.TrimSpace(rc.When); w != "" && w != "true" {
-			prg, err := compileExpr(env, w, cel.BoolType)
-			if err != nil {
-				problems = append(problems, f.Problem(path+".when", err.Error()))
+		// One rule per plan with limits, in plan-name order; a plan
+		// without limits (exempt) has none.
+		plans := f.Config.APIClients.Plans
+		names := make([]string, 0, len(plans))
+		for name := range plans {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for j, name := range names {
+			if len(plans[name]) == 0 {
+				continue
 			}
-			r.when = prg
-		}
-		alg, _ := ratelimit.ParseAlgorithm(rc.Algorithm)
-		for _, s := range rc.Limits {
-			if l, err := config.ParseLimit(s, alg); err == nil {
-				r.Limits = append(r.Limits, l)
+			prc := rc
+			prc.Name, prc.Limits, prc.LimitsFrom = rc.Name+"."+name, plans[name], ""
+			r, ps := compileRule(f, env, respEnv, i, prc)
+			if j == 0 {
+				problems = append(problems, ps...) // the same problems for every plan
 			}
+			r.Plan = name
+			r.Index = len(set.Rules)
+			set.Rules = append(set.Rules, r)
 		}
-		if rc.RetryAfter != "" {
-			r.RetryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
-		}
-		for _, s := range rc.Candidates {
-			if l, err := config.ParseLimit(s, alg); err == nil {
-				r.Candidates = append(r.Candidates, l)
-			}
-		}
-		if rc.Ban != "" {
-			r.Ban, _ = config.ParseBan(rc.Ban)
-		}
-		r.MaxInflight, r.MaxInflightPerKey = int64(rc.MaxInflight), int64(rc.MaxInflightPerKey)
-		policy := rc.FailurePolicy
-		if policy == "" {
-			policy = f.Config.Store.FailurePolicy
-		}
-		r.FailClosed = policy == config.FailClosed
-		r.capKey = "rule\x1f" + r.Name
-		r.Cost, r.CostHeader, _ = config.ParseCost(rc.Cost)
-		r.scale = 1
-		if r.Cost == config.CostUpstreamSeconds {
-			r.scale = 1000 // charged in milliseconds
-		}
-		for _, l := range r.Limits {
-			l.Count *= r.scale
-			r.storeLims = append(r.storeLims, l)
-		}
-		if w := strings.TrimSpace(rc.CountWhen); w != "" {
-			prg, err := compileExpr(respEnv, w, cel.BoolType)
-			if err != nil {
-				problems = append(problems, f.Problem(path+".count_when", err.Error()))
-			}
-			r.countWhen = prg
-		}
-		r.deferred = r.countWhen != nil || r.Cost != config.CostRequests
-		if r.deferred && len(r.Candidates) > 0 {
-			problems = append(problems, f.Problem(path+".candidates", "candidates count requests: they cannot be used with count_when or a cost yet"))
-		}
-		if r.Action == Block || r.Action == Count {
-			var spec []string
-			for j, k := range rc.Key {
-				kp, err := config.ParseKey(k)
-				if err != nil {
-					continue
-				}
-				part := keyPart{kind: kp.Kind, arg: kp.Arg}
-				if kp.Kind == config.KeyExpr {
-					part.prg, err = compileExpr(env, kp.Arg, nil)
-					if err != nil {
-						problems = append(problems, f.Problem(path+".key["+strconv.Itoa(j)+"]", err.Error()))
-						continue
-					}
-				}
-				r.parts = append(r.parts, part)
-				spec = append(spec, kp.String())
-			}
-			r.KeyType = keyType(r.parts, spec)
-			// The rule's name is in every counter key, so a rule's counters
-			// are its own whatever routes it covers, and two rules never
-			// share one. The full key spec is too, so changing what a rule
-			// counts by starts it afresh after a reload.
-			r.prefix = r.Name + "\x1f" + strings.Join(spec, "\x1e") + "\x1f"
-		}
-		set.Rules = append(set.Rules, r)
 	}
 	return set, problems
+}
+
+// compileRule compiles rule i of f, rc (which may differ from
+// f.Config.Rules[i] for a plan's rule).
+func compileRule(f *config.File, env, respEnv *cel.Env, i int, rc config.Rule) (*Rule, config.Problems) {
+	var problems config.Problems
+	path := "rules[" + strconv.Itoa(i) + "]"
+	r := &Rule{ConfigIndex: i, Name: rc.Name, Message: rc.Message}
+	switch rc.Action {
+	case "deny":
+		r.Action = Deny
+	case "count":
+		r.Action = Count
+	case "allow":
+		r.Action = Allow
+	default:
+		r.Action = Block
+	}
+	if w := strings.TrimSpace(rc.When); w != "" && w != "true" {
+		prg, err := compileExpr(env, w, cel.BoolType)
+		if err != nil {
+			problems = append(problems, f.Problem(path+".when", err.Error()))
+		}
+		r.when = prg
+	}
+	alg, _ := ratelimit.ParseAlgorithm(rc.Algorithm)
+	for _, s := range rc.Limits {
+		if l, err := config.ParseLimit(s, alg); err == nil {
+			r.Limits = append(r.Limits, l)
+		}
+	}
+	if rc.RetryAfter != "" {
+		r.RetryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
+	}
+	for _, s := range rc.Candidates {
+		if l, err := config.ParseLimit(s, alg); err == nil {
+			r.Candidates = append(r.Candidates, l)
+		}
+	}
+	if rc.Ban != "" {
+		r.Ban, _ = config.ParseBan(rc.Ban)
+	}
+	r.MaxInflight, r.MaxInflightPerKey = int64(rc.MaxInflight), int64(rc.MaxInflightPerKey)
+	policy := rc.FailurePolicy
+	if policy == "" {
+		policy = f.Config.Store.FailurePolicy
+	}
+	r.FailClosed = policy == config.FailClosed
+	r.capKey = "rule\x1f" + r.Name
+	r.Cost, r.CostHeader, _ = config.ParseCost(rc.Cost)
+	r.scale = 1
+	if r.Cost == config.CostUpstreamSeconds {
+		r.scale = 1000 // charged in milliseconds
+	}
+	for _, l := range r.Limits {
+		l.Count *= r.scale
+		r.storeLims = append(r.storeLims, l)
+	}
+	if w := strings.TrimSpace(rc.CountWhen); w != "" {
+		prg, err := compileExpr(respEnv, w, cel.BoolType)
+		if err != nil {
+			problems = append(problems, f.Problem(path+".count_when", err.Error()))
+		}
+		r.countWhen = prg
+	}
+	r.deferred = r.countWhen != nil || r.Cost != config.CostRequests
+	if r.deferred && len(r.Candidates) > 0 {
+		problems = append(problems, f.Problem(path+".candidates", "candidates count requests: they cannot be used with count_when or a cost yet"))
+	}
+	if r.Action == Block || r.Action == Count {
+		var spec []string
+		for j, k := range rc.Key {
+			kp, err := config.ParseKey(k)
+			if err != nil {
+				continue
+			}
+			part := keyPart{kind: kp.Kind, arg: kp.Arg}
+			if kp.Kind == config.KeyExpr {
+				part.prg, err = compileExpr(env, kp.Arg, nil)
+				if err != nil {
+					problems = append(problems, f.Problem(path+".key["+strconv.Itoa(j)+"]", err.Error()))
+					continue
+				}
+			}
+			r.parts = append(r.parts, part)
+			spec = append(spec, kp.String())
+			r.needsSession = r.needsSession || kp.Kind == config.KeySession
+			r.needsClient = r.needsClient || kp.Kind == config.KeyAPIClient
+		}
+		r.KeyType = keyType(r.parts, spec)
+		// The rule's name is in every counter key, so a rule's counters
+		// are its own whatever routes it covers, and two rules never
+		// share one. The full key spec is too, so changing what a rule
+		// counts by starts it afresh after a reload.
+		r.prefix = r.Name + "\x1f" + strings.Join(spec, "\x1e") + "\x1f"
+	}
+	return r, problems
+}
+
+// Condition is a compiled CEL condition over the request model, for
+// settings outside rules (sessions.issue_when).
+type Condition struct{ prg cel.Program }
+
+// CompileCondition compiles a boolean CEL condition over the request
+// model. "" and "true" compile to a condition that always holds.
+func CompileCondition(src string) (Condition, error) {
+	if w := strings.TrimSpace(src); w == "" || w == "true" {
+		return Condition{}, nil
+	}
+	env, err := NewEnv()
+	if err != nil {
+		return Condition{}, err
+	}
+	prg, err := compileExpr(env, src, cel.BoolType)
+	return Condition{prg}, err
+}
+
+// Holds reports whether the condition holds for req; an evaluation error
+// counts as false.
+func (c Condition) Holds(req *Request) bool {
+	if c.prg == nil {
+		return true
+	}
+	out, _, err := c.prg.Eval(activation{req})
+	if err != nil {
+		return false
+	}
+	b, ok := out.Value().(bool)
+	return ok && b
 }
 
 // HasCountWhen reports whether the rule counts only responses matching a

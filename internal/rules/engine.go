@@ -96,6 +96,9 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 	var v Verdict
 	logOnly := e.LogOnly != nil && e.LogOnly.Load()
 	for _, r := range e.Set.Rules {
+		if !r.applies(req) {
+			continue
+		}
 		if r.when != nil {
 			out, _, err := r.when.Eval(activation{req})
 			if err != nil {
@@ -340,6 +343,15 @@ func (e *Engine) observe(req *Request, r *Rule, o Outcome, key []byte, d ratelim
 	if e.Obs != nil {
 		e.Obs.Observe(req, r, o, key, d, err)
 	}
+}
+
+// applies reports whether req has what r needs before its condition is
+// even evaluated: its plan, and the identities its key is made of. A rule
+// keyed by session never puts every request without one in one counter.
+func (r *Rule) applies(req *Request) bool {
+	return (r.Plan == "" || r.Plan == req.APIClientPlan) &&
+		(!r.needsSession || req.Session != "") &&
+		(!r.needsClient || req.APIClient != "")
 }
 
 // appendKey appends r's counter key for req to dst.

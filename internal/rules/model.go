@@ -33,6 +33,8 @@ type Request struct {
 	Session string
 	// APIClient is the authenticated API client id, or "".
 	APIClient string
+	// APIClientPlan is that client's plan, or "".
+	APIClientPlan string
 
 	headers  map[string]string
 	query    map[string]string
@@ -72,6 +74,7 @@ var variables = []struct {
 	{"session.present", cel.BoolType, `a session cookie was sent`},
 	{"session.valid", cel.BoolType, `the session cookie verified`},
 	{"api_client.id", cel.StringType, `authenticated API client id, "" when none`},
+	{"api_client.plan", cel.StringType, `that client's plan (api_clients.plans), "" when none`},
 }
 
 // Variables returns the request model's variable names, types and
@@ -128,6 +131,8 @@ func (a activation) ResolveName(name string) (any, bool) {
 		return types.Bool(r.SessionValid), true
 	case "api_client.id":
 		return types.String(r.APIClient), true
+	case "api_client.plan":
+		return types.String(r.APIClientPlan), true
 	}
 	return nil, false
 }
