@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 
@@ -29,7 +30,7 @@ func init() {
 // serveFlags are the command-line settings that override the file's, on
 // the first load and every reload.
 type serveFlags struct {
-	file, env, listen, adminListen, store string
+	file, env, listen, adminListen, internalListen, store string
 }
 
 func runServe(ctx context.Context, env environ, args []string) error {
@@ -39,6 +40,7 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	fs.StringVar(&sf.env, "env", "", "environment `name` to apply from the file's environments")
 	fs.StringVar(&sf.listen, "listen", "", "public listener `address`, overriding the file's listen")
 	fs.StringVar(&sf.adminListen, "admin-listen", "", "admin listener `address` (or off), overriding admin.listen")
+	fs.StringVar(&sf.internalListen, "internal-listen", "", "internal listener `address` (host:port, unix:/path or off), overriding internal.listen")
 	fs.StringVar(&sf.store, "store", "", "store `URL` (memory, redis://host:port, rediss://…, redis://h1:p1,h2:p2,…), overriding store.url")
 	noWatch := fs.Bool("no-watch", false, "reload only on SIGHUP, not when the file changes")
 	sampleUp := fs.Bool("sample-upstream", false, "also serve a small JSON echo upstream at every loopback upstream URL, to try floodgate without an API")
@@ -101,7 +103,15 @@ func runServe(ctx context.Context, env environ, args []string) error {
 		}
 	}()
 	start := func(name, addr string, s *http.Server) error {
-		ln, err := net.Listen("tcp", addr)
+		network := "tcp"
+		if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+			network, addr = "unix", path
+			// A socket left by an earlier run (not any other file).
+			if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				_ = os.Remove(path)
+			}
+		}
+		ln, err := net.Listen(network, addr)
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
@@ -140,6 +150,13 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	}
 	if err := start("public", c.Listen, public); err != nil {
 		return err
+	}
+	if c.InternalEnabled() {
+		// Requests here are internal because of where they arrive, and
+		// only that: bind it where only the frontend can reach it.
+		if err := start("internal", c.Internal.Listen, newServer(srv.Internal(), &c.Server, logger)); err != nil {
+			return err
+		}
 	}
 	// The admin listener last: once /healthz answers, every listener is
 	// accepting connections.
@@ -221,6 +238,9 @@ func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, e
 	}
 	if sf.store != "" {
 		f.Config.Store.URL = sf.store
+	}
+	if sf.internalListen != "" {
+		f.Config.Internal.Listen = sf.internalListen
 	}
 	f.Config.ApplyDefaults()
 	return f, data, problems, nil

@@ -360,10 +360,10 @@ func intParam(q url.Values, name string, def, lo, hi int, problems map[string][]
 
 // filter is a search's conditions; a nil set means any value.
 type filter struct {
-	terms                              []string
-	licenses, sources, excluded        map[string]bool
-	extensions, categories             map[string]bool
-	commercial, modification, anyTerms bool
+	terms                       []string
+	licenses, sources, excluded map[string]bool
+	extensions, categories      map[string]bool
+	commercial, modification    bool
 }
 
 func parseFilter(q url.Values) filter {

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,8 +24,19 @@ import (
 	"github.com/floodgate/floodgate/internal/respond"
 	"github.com/floodgate/floodgate/internal/rules"
 	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/upstreamauth"
 	"github.com/floodgate/floodgate/ratelimit"
 )
+
+// sortedNames returns m's keys in order.
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
 
 // Options are what a Gateway takes from outside its configuration.
 type Options struct {
@@ -48,6 +60,9 @@ type Options struct {
 	Now func() time.Time
 	// AccessLog, if set, receives one record per request (log.access).
 	AccessLog *telemetry.AccessLog
+	// Shared holds the token caches and the sessions-per-address tracker
+	// across reloads. Nil: the Gateway's own.
+	Shared *Shared
 }
 
 // Gateway is the public listener's http.Handler for one configuration. It
@@ -68,7 +83,11 @@ type Gateway struct {
 	file     *config.File
 	upstream []*proxy.Upstream
 	routeSet []routeSettings // by route index
-	pool     sync.Pool
+	sessions *sessions       // nil: sessions off
+	clients  apiClients
+	// internalRules runs the rules for internal requests too.
+	internalRules bool
+	pool          sync.Pool
 }
 
 // routeSettings are a route's caps and timeouts, resolved at load.
@@ -78,6 +97,9 @@ type routeSettings struct {
 	total         time.Duration
 	timeoutStatus int
 	retryAfter    time.Duration
+	// client is the API client requests forwarded with the upstream's
+	// own credentials count as (auth.api_client); id "" for none.
+	client apiClient
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -152,6 +174,31 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 	}
 
+	// Identities: sessions and API clients.
+	if o.Shared == nil {
+		o.Shared = new(Shared)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	g.sessions, ps = newSessions(f, o, o.Shared)
+	problems = append(problems, ps...)
+	g.clients = newAPIClients(c)
+	g.internalRules = c.Internal.EvaluateRules
+	var modify func(*http.Response) error
+	if g.sessions != nil {
+		// floodgate owns the session cookie: no upstream sets it.
+		modify = func(resp *http.Response) error { g.sessions.m.StripSetCookie(resp.Header); return nil }
+	}
+	wraps := map[string]func(http.RoundTripper) http.RoundTripper{}
+	for _, name := range sortedNames(c.Upstreams) {
+		w, err := authTransport(f, name, o, o.Shared)
+		if err != nil {
+			problems = append(problems, f.Problem("upstreams."+name+".auth", err.Error()))
+		}
+		wraps[name] = w
+	}
+
 	// Upstreams and routes. Each distinct (upstream, connect timeout,
 	// response-header timeout) gets its own pooled transport; routes with
 	// the same settings share it.
@@ -167,6 +214,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 		up := proxy.NewUpstream(name, u, proxy.UpstreamOptions{
 			OnError: g.upstreamError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
+			ModifyResponse: modify, WrapTransport: wraps[name],
 		})
 		ups[k] = up
 		g.upstream = append(g.upstream, up)
@@ -194,6 +242,9 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 		if rc.RetryAfter != "" {
 			rs.retryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
+		}
+		if id := c.Upstreams[rc.Upstream].Auth.APIClient; id != "" {
+			rs.client = g.clients.byID[id]
 		}
 		g.routeSet = append(g.routeSet, rs)
 		route := &proxy.Route{
@@ -247,9 +298,6 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	}
 	g.access = o.AccessLog
 	g.now = o.Now
-	if g.now == nil {
-		g.now = time.Now
-	}
 	g.file = f
 	g.pool.New = func() any { return new(state) }
 	return g, nil
@@ -299,7 +347,14 @@ func ClientIPOptions(c *config.Config) (clientip.Options, error) {
 }
 
 // ServeHTTP handles one public request.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.serve(w, r, false) }
+
+// ServeInternal handles one request of the internal listener: the same
+// routes and upstreams, not counted unless internal.evaluate_rules, and
+// never given a session.
+func (g *Gateway) ServeInternal(w http.ResponseWriter, r *http.Request) { g.serve(w, r, true) }
+
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	g.metrics.Inflight().Inc()
 	defer g.metrics.Inflight().Dec()
 	st := g.pool.Get().(*state)
@@ -344,9 +399,24 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req.Route, req.RouteGroup = route.Name, route.Group
 	req.ClientIP = ip
 	req.ClientPrefix = g.resolver.KeyPrefix(ip)
+	req.Internal = internal
+	if g.sessions != nil {
+		g.sessions.verify(r, req)
+	}
+	switch {
+	case rs.client.id != "":
+		req.APIClient, req.APIClientPlan = rs.client.id, rs.client.plan
+	default:
+		if c, ok := g.clients.fromBearer(r.Header); ok {
+			req.APIClient, req.APIClientPlan = c.id, c.plan
+		}
+	}
 
 	ctx := r.Context()
-	v := g.engine.Evaluate(ctx, req)
+	var v rules.Verdict
+	if !internal || g.internalRules {
+		v = g.engine.Evaluate(ctx, req)
+	}
 	if g.access != nil {
 		arrived := g.now()
 		defer func() { g.logAccess(arrived, r, req, sw, v) }()
@@ -386,6 +456,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer g.engine.Inflight.Release(rs.capKey)
 	}
 
+	if g.sessions != nil {
+		if !internal {
+			st.buf = req.ClientPrefix.AppendTo(st.buf[:0])
+			g.sessions.maybeIssue(w, req, string(st.buf))
+		}
+		g.sessions.m.StripCookie(r.Header)
+	}
 	// What a client wrote in forwarding headers is not passed on unless a
 	// trusted proxy in front of floodgate vouches for it.
 	if !g.resolver.Trusts(peer) {
@@ -458,7 +535,14 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 			}
 		}
 	}
-	switch proxy.Classify(err) {
+	class := proxy.Classify(err)
+	if class != proxy.Canceled && errors.Is(err, upstreamauth.ErrNoToken) {
+		// No credentials for the upstream (token endpoint down): the
+		// request was not sent; try again later.
+		g.answers.Write(w, r, respond.Answer{Kind: respond.Unavailable, RetryAfter: retry})
+		return
+	}
+	switch class {
 	case proxy.Canceled:
 		if r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.DeadlineExceeded) {
 			// The route's total timeout, not the client, ended it.

@@ -43,6 +43,9 @@ func NewServer(f *config.File, data []byte, o Options) (*Server, config.Problems
 	if s.opts.Inflight == nil {
 		s.opts.Inflight = new(rules.Inflight)
 	}
+	if s.opts.Shared == nil {
+		s.opts.Shared = new(Shared)
+	}
 	s.logOnly.Store(f.Config.Mode == config.ModeLogOnly)
 	g, problems := New(f, s.opts)
 	if len(problems) > 0 {
@@ -59,6 +62,14 @@ func NewServer(f *config.File, data []byte, o Options) (*Server, config.Problems
 // ServeHTTP hands the request to the live Gateway.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.cur.Load().ServeHTTP(w, r)
+}
+
+// Internal returns the internal listener's handler: the live Gateway's
+// ServeInternal.
+func (s *Server) Internal() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.cur.Load().ServeInternal(w, r)
+	})
 }
 
 // Current returns the live Gateway.
@@ -132,6 +143,9 @@ func restartOnly(a, b *config.Config) []string {
 	}
 	if a.Store != b.Store {
 		out = append(out, "store")
+	}
+	if a.Internal.Listen != b.Internal.Listen {
+		out = append(out, "internal.listen")
 	}
 	return out
 }

@@ -77,8 +77,10 @@ type ErrorFunc func(w http.ResponseWriter, r *http.Request, err error)
 type Upstream struct {
 	Name string
 	URL  *url.URL
-	// Proxy does the forwarding; Upstream.Forward is the entry point.
+	// Proxy does the forwarding.
 	Proxy *httputil.ReverseProxy
+
+	transport *http.Transport
 }
 
 // UpstreamOptions configures NewUpstream.
@@ -95,6 +97,9 @@ type UpstreamOptions struct {
 	// ModifyResponse, if set, may edit upstream responses (headers) before
 	// they are copied to the client.
 	ModifyResponse func(*http.Response) error
+	// WrapTransport, if set, wraps the pooled transport, e.g. to add the
+	// gateway's own credentials (upstreamauth.Transport).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // NewUpstream returns an Upstream forwarding to u over a pooled transport.
@@ -125,7 +130,11 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		ForceAttemptHTTP2:     u.Scheme == "https",
 	}
-	up := &Upstream{Name: name, URL: u}
+	up := &Upstream{Name: name, URL: u, transport: tr}
+	var rt http.RoundTripper = tr
+	if o.WrapTransport != nil {
+		rt = o.WrapTransport(tr)
+	}
 	up.Proxy = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = u.Scheme
@@ -140,7 +149,7 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
 			pr.SetXForwarded()
 		},
-		Transport:      tr,
+		Transport:      rt,
 		BufferPool:     bufferPool{},
 		ErrorHandler:   o.OnError,
 		ModifyResponse: o.ModifyResponse,
@@ -161,9 +170,7 @@ func joinPath(base, p string) string {
 
 // CloseIdle closes the upstream's idle keep-alive connections.
 func (u *Upstream) CloseIdle() {
-	if t, ok := u.Proxy.Transport.(*http.Transport); ok {
-		t.CloseIdleConnections()
-	}
+	u.transport.CloseIdleConnections()
 }
 
 // Class is the kind of a forwarding failure.

@@ -67,6 +67,13 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 	}
 	d.rm.decisions[r.Index][o].Inc()
 	d.rm.recent.Add(r.Index, o)
+	if r.Plan != "" && d.rm.planUsage != nil && key != nil && dec.Limit >= 0 && dec.Limit < len(r.Limits) {
+		used := 1.0
+		if c := r.Limits[dec.Limit].Count; c > 0 && dec.Remaining < c {
+			used = float64(c-dec.Remaining) / float64(c)
+		}
+		d.rm.planUsage.WithLabelValues(req.APIClient, r.Plan).Set(used)
+	}
 	switch {
 	case d.which == LogNone, d.which == LogLimited && o == rules.Allowed:
 		return

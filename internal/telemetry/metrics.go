@@ -40,6 +40,10 @@ type Metrics struct {
 
 	mu    sync.Mutex
 	rules map[string]bool // rule names with series, to drop removed rules' series
+
+	sessionsOnce sync.Once
+	sessions     *SessionMetrics
+	plans        planUsage
 }
 
 // NewMetrics registers floodgate's collectors, plus the Go runtime and
@@ -186,7 +190,8 @@ type RuleMetrics struct {
 	errors     [][3]prometheus.Counter   // condition, key, store
 	candidates [][][2]prometheus.Counter // by rule index, candidate, allowed/would_block
 	charged    []prometheus.Counter
-	recent     *RingRules // the rule set's rows in Metrics.Ring
+	recent     *RingRules           // the rule set's rows in Metrics.Ring
+	planUsage  *prometheus.GaugeVec // nil when no rule takes its limits from plans
 }
 
 // ForRules resolves the per-rule counters of set and initialises them to
@@ -216,6 +221,12 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		}
 	}
 	m.rules = current
+	for _, r := range set.Rules {
+		if r.Plan != "" {
+			rm.planUsage = m.PlanUsage() // its own once: m.mu is not needed
+			break
+		}
+	}
 	for i, r := range set.Rules {
 		for o, name := range rules.OutcomeNames() {
 			rm.decisions[i][o] = m.ruleDecisions.WithLabelValues(r.Name, name)

@@ -67,6 +67,11 @@ const (
 // backoff has not elapsed.
 var ErrBackoff = errors.New("upstreamauth: token endpoint in backoff")
 
+// ErrNoToken matches (with errors.Is) every error of Transport.RoundTrip
+// that comes from not having a token: the request was not sent, and the
+// gateway answers 503.
+var ErrNoToken = errors.New("upstreamauth: no token for the upstream")
+
 // Options configure a Source. TokenURL, ClientID and ClientSecret are
 // required.
 type Options struct {
@@ -405,7 +410,7 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			if r.Body != nil {
 				r.Body.Close()
 			}
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
 		}
 	}
 	base := t.Base

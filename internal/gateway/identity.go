@@ -1,0 +1,249 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/rules"
+	"github.com/floodgate/floodgate/internal/session"
+	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/upstreamauth"
+)
+
+// Shared is the state that outlives configurations: the token cache of
+// each upstream credential and the sessions-per-address tracker. A Server
+// makes one; a Gateway made alone has its own.
+type Shared struct {
+	mu       sync.Mutex
+	tokens   map[string]*upstreamauth.Source
+	tracker  *session.IPTracker
+	trackerO session.IPTrackerOptions
+}
+
+// tokenSource returns the token source for one set of client credentials,
+// the same one across reloads as long as they do not change, so that a
+// reload does not fetch a new token.
+func (s *Shared) tokenSource(o upstreamauth.Options) (*upstreamauth.Source, error) {
+	sum := sha256.Sum256([]byte(o.TokenURL + "\x00" + o.ClientID + "\x00" + o.ClientSecret))
+	k := string(sum[:])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if src, ok := s.tokens[k]; ok {
+		return src, nil
+	}
+	src, err := upstreamauth.New(o)
+	if err != nil {
+		return nil, err
+	}
+	if s.tokens == nil {
+		s.tokens = map[string]*upstreamauth.Source{}
+	}
+	s.tokens[k] = src
+	return src, nil
+}
+
+// ipTracker returns the sessions-per-address tracker for o, the same one
+// across reloads while o is unchanged.
+func (s *Shared) ipTracker(o session.IPTrackerOptions) (*session.IPTracker, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tracker != nil && s.trackerO.Window == o.Window && s.trackerO.MaxKeys == o.MaxKeys && s.trackerO.MaxNewPerWindow == o.MaxNewPerWindow {
+		return s.tracker, nil
+	}
+	t, err := session.NewIPTracker(o)
+	if err != nil {
+		return nil, err
+	}
+	s.tracker, s.trackerO = t, o
+	return t, nil
+}
+
+// sessions is a configuration's visitor sessions.
+type sessions struct {
+	m         *session.Manager
+	issueWhen rules.Condition
+	tracker   *session.IPTracker
+	metrics   *telemetry.SessionMetrics
+}
+
+// newSessions builds the sessions of c, or nil when they are off.
+func newSessions(f *config.File, o Options, shared *Shared) (*sessions, config.Problems) {
+	c := &f.Config
+	if !c.SessionsEnabled() {
+		return nil, nil
+	}
+	var problems config.Problems
+	s := &sessions{metrics: o.Metrics.Sessions()}
+	maxAge, _ := config.ParseTimeout(c.Sessions.MaxAge)
+	var secrets [][]byte
+	for _, sec := range config.SplitSecrets(c.Sessions.Secret) {
+		secrets = append(secrets, []byte(sec))
+	}
+	var err error
+	if s.m, err = session.New(session.Options{Name: c.Sessions.Cookie, Secrets: secrets, MaxAge: maxAge, Now: o.Now}); err != nil {
+		problems = append(problems, f.Problem("sessions", err.Error()))
+	}
+	if s.issueWhen, err = rules.CompileCondition(c.Sessions.IssueWhen); err != nil {
+		problems = append(problems, f.Problem("sessions.issue_when", err.Error()))
+	}
+	window, _ := config.ParseTimeout(c.Sessions.PerIP.Window)
+	if s.tracker, err = shared.ipTracker(session.IPTrackerOptions{
+		Window: window, MaxKeys: c.Sessions.PerIP.MaxAddresses, MaxNewPerWindow: c.Sessions.PerIP.MaxNew, Now: o.Now,
+	}); err != nil {
+		problems = append(problems, f.Problem("sessions.per_ip", err.Error()))
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	s.metrics.SetTracker(s.tracker)
+	return s, nil
+}
+
+// verify fills req's session fields from the request's cookie.
+func (s *sessions) verify(r *http.Request, req *rules.Request) {
+	id, present, valid := s.m.Verify(r)
+	req.SessionPresent, req.SessionValid = present, valid
+	switch {
+	case valid:
+		req.Session = id
+		s.metrics.Valid.Inc()
+	case present:
+		s.metrics.Invalid.Inc()
+	}
+}
+
+// maybeIssue gives a request without a valid session a new one when
+// sessions.issue_when holds and its address is within
+// sessions.per_ip.max_new. ipKey is the client's grouped address.
+func (s *sessions) maybeIssue(w http.ResponseWriter, req *rules.Request, ipKey string) {
+	if req.SessionValid || !s.issueWhen.Holds(req) {
+		return
+	}
+	if !s.tracker.Allow(ipKey) {
+		s.metrics.Refused.Inc()
+		return
+	}
+	if _, err := s.m.Issue(w); err == nil {
+		s.metrics.Issued.Inc()
+	}
+}
+
+// apiClient is a known API client.
+type apiClient struct{ id, plan string }
+
+// apiClients identifies API clients by the SHA-256 of their bearer token.
+type apiClients struct {
+	byToken map[[sha256.Size]byte]apiClient
+	byID    map[string]apiClient
+}
+
+func newAPIClients(c *config.Config) apiClients {
+	ac := apiClients{byID: map[string]apiClient{}}
+	for _, cl := range c.APIClients.Clients {
+		a := apiClient{id: cl.ID, plan: cl.Plan}
+		ac.byID[cl.ID] = a
+		if b, err := hex.DecodeString(cl.TokenSHA256); err == nil && len(b) == sha256.Size {
+			if ac.byToken == nil {
+				ac.byToken = map[[sha256.Size]byte]apiClient{}
+			}
+			ac.byToken[[sha256.Size]byte(b)] = a
+		}
+	}
+	return ac
+}
+
+// fromBearer returns the client whose token the request carries in
+// "Authorization: Bearer TOKEN", if any: an unknown token is no client.
+func (ac *apiClients) fromBearer(h http.Header) (apiClient, bool) {
+	if len(ac.byToken) == 0 {
+		return apiClient{}, false
+	}
+	v := h["Authorization"]
+	if len(v) != 1 {
+		return apiClient{}, false
+	}
+	scheme, tok, ok := strings.Cut(v[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return apiClient{}, false
+	}
+	tok = strings.TrimSpace(tok)
+	if tok == "" || len(tok) > 4096 {
+		return apiClient{}, false
+	}
+	c, ok := ac.byToken[sha256.Sum256([]byte(tok))]
+	return c, ok
+}
+
+// authTransport returns the transport wrapper that gives requests to the
+// upstream name floodgate's own credentials, or nil when it has none.
+func authTransport(f *config.File, name string, o Options, shared *Shared) (func(http.RoundTripper) http.RoundTripper, error) {
+	up := f.Config.Upstreams[name]
+	a := up.Auth
+	switch a.Type {
+	case config.AuthClientCredentials:
+		if strings.TrimSpace(a.ClientID) == "" {
+			o.Logger.Warn("forwarding without credentials: auth.optional and no client credentials set", "upstream", name)
+			return func(base http.RoundTripper) http.RoundTripper {
+				return &upstreamauth.Transport{Base: base}
+			}, nil
+		}
+		tokenURL, err := config.ResolveTokenURL(up.URL, a.TokenURL)
+		if err != nil {
+			return nil, err
+		}
+		src, err := shared.tokenSource(upstreamauth.Options{
+			TokenURL: tokenURL, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
+			HTTPClient: tokenClient(), Logger: o.Logger.With("upstream", name), Now: o.Now,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return func(base http.RoundTripper) http.RoundTripper {
+			return &upstreamauth.Transport{Source: src, Base: base}
+		}, nil
+	case config.AuthHeader:
+		if strings.TrimSpace(a.HeaderValue) == "" {
+			o.Logger.Warn("forwarding without credentials: auth.optional and no header value set", "upstream", name)
+			return func(base http.RoundTripper) http.RoundTripper { return &upstreamauth.Transport{Base: base} }, nil
+		}
+		return func(base http.RoundTripper) http.RoundTripper {
+			return &headerTransport{name: http.CanonicalHeaderKey(a.HeaderName), value: a.HeaderValue, base: base}
+		}, nil
+	}
+	return nil, nil
+}
+
+// tokenClient is the HTTP client of token fetches: never an environment
+// proxy, bounded dialing.
+func tokenClient() *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	return &http.Client{Transport: &http.Transport{
+		Proxy: nil, DialContext: d.DialContext, TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second,
+	}}
+}
+
+// headerTransport sends a fixed credential header, with the browser's
+// credentials removed both ways as upstreamauth.Transport does.
+type headerTransport struct {
+	name, value string
+	base        http.RoundTripper
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	out := r.Clone(r.Context())
+	upstreamauth.SanitizeRequest(out.Header)
+	out.Header[t.name] = []string{t.value}
+	resp, err := t.base.RoundTrip(out)
+	if err != nil {
+		return nil, err
+	}
+	upstreamauth.SanitizeResponse(resp.Header)
+	return resp, nil
+}
