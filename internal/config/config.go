@@ -276,11 +276,13 @@ type Route struct {
 	// matched segment (see ParseRewrite). Default: the request path
 	// unchanged.
 	Rewrite string `yaml:"rewrite" json:"rewrite,omitempty"`
-	// Params constrain the path's named segments: "uuid", "int", or a
-	// regular expression the whole segment must match. A request whose
-	// segment does not match is not this route's (the next route may take
-	// it); with a rewrite, nothing else can reach the upstream path.
-	Params map[string]string `yaml:"params" json:"params,omitempty"`
+	// Params constrain the path's named segments: "uuid", "int", a
+	// regular expression the whole segment must match, or a mapping from
+	// each allowed value to what a rewrite puts in its place
+	// ({image: images, audio: audio}). A request whose segment does not
+	// match is not this route's (the next route may take it); with a
+	// rewrite, nothing else can reach the upstream path.
+	Params map[string]ParamSpec `yaml:"params" json:"params,omitempty"`
 	// Query filters the query string forwarded to the upstream.
 	Query RouteQuery `yaml:"query" json:"query"`
 	// MaxInflight caps the route's requests in flight in this gateway
@@ -437,6 +439,43 @@ func (l *StringList) UnmarshalYAML(n *yaml.Node) error {
 		return fmt.Errorf("expected a list or a comma-separated string, found %s", describeNode(n))
 	}
 	return nil
+}
+
+// ParamSpec constrains one route parameter: a constraint ("uuid", "int"
+// or a regular expression), stored under the key "", or a mapping from
+// each allowed value to its rewrite value.
+type ParamSpec map[string]string
+
+// UnmarshalYAML reads a scalar constraint or a mapping of values.
+func (p *ParamSpec) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		*p = ParamSpec{"": n.Value}
+	case yaml.MappingNode:
+		m := make(ParamSpec, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || v.Kind != yaml.ScalarNode || k.Value == "" {
+				return fmt.Errorf("expected value: rewrite-value pairs, found %s: %s", describeNode(k), describeNode(v))
+			}
+			m[k.Value] = v.Value
+		}
+		*p = m
+	default:
+		return fmt.Errorf("expected a constraint (uuid, int, a regular expression) or a mapping from value to rewrite value, found %s", describeNode(n))
+	}
+	return nil
+}
+
+// Constraint returns the scalar form's constraint, or "" for a mapping.
+func (p ParamSpec) Constraint() string { return p[""] }
+
+// Values returns the mapping form, or nil for a constraint.
+func (p ParamSpec) Values() map[string]string {
+	if _, ok := p[""]; ok {
+		return nil
+	}
+	return p
 }
 
 // Message is a body text, either one string for every language, stored

@@ -189,6 +189,20 @@ func (v *validator) timeouts(path string, t Timeouts) {
 	}
 }
 
+// checkRewriteValue checks a value a parameter mapping puts in a rewritten
+// path: one segment, nothing that changes the path's meaning.
+func checkRewriteValue(s string) string {
+	switch {
+	case s == "":
+		return "a rewrite value may not be empty"
+	case s == "." || s == "..":
+		return fmt.Sprintf("%q is a dot segment", s)
+	case strings.ContainsAny(s, "/?#%\\") || strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+		return fmt.Sprintf("rewrite value %q must be one path segment without /, ?, #, %%, \\, spaces or control characters", s)
+	}
+	return ""
+}
+
 func checkUpstreamURL(s string) string {
 	if s == "" {
 		return "url is required, such as http://127.0.0.1:8081"
@@ -229,8 +243,17 @@ func (v *validator) routes() {
 					v.add(joinKey(joinKey(path, "params"), name), fmt.Sprintf("%q is not a parameter of path %s", name, r.Path), pt.Params()...)
 					continue
 				}
-				if _, err := ParamMatcher(r.Params[name]); err != nil {
-					v.add(joinKey(joinKey(path, "params"), name), err.Error(), "uuid", "int", "a regular expression")
+				pp := joinKey(joinKey(path, "params"), name)
+				if vals := r.Params[name].Values(); vals != nil {
+					for _, val := range sortedKeys(vals) {
+						if msg := checkRewriteValue(vals[val]); msg != "" {
+							v.add(joinKey(pp, val), msg)
+						}
+					}
+					continue
+				}
+				if _, err := ParamMatcher(r.Params[name].Constraint()); err != nil {
+					v.add(pp, err.Error(), "uuid", "int", "a regular expression", "a mapping from value to rewrite value")
 				}
 			}
 		}

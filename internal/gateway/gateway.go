@@ -252,7 +252,14 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 			Rewrite: tmpl, Upstream: upstreamFor(rc.Upstream, t),
 		}
 		for name, c := range rc.Params {
-			if m, err := config.ParamMatcher(c); err == nil {
+			if vals := c.Values(); vals != nil {
+				if route.Values == nil {
+					route.Values = map[string]map[string]string{}
+				}
+				route.Values[name] = vals
+				continue
+			}
+			if m, err := config.ParamMatcher(c.Constraint()); err == nil {
 				if route.Constraints == nil {
 					route.Constraints = map[string]func(string) bool{}
 				}
@@ -470,7 +477,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		delete(r.Header, "Forwarded")
 	}
 	if len(route.Rewrite.Parts) > 0 {
-		r.URL.Path, r.URL.RawPath = proxy.Expand(route.Rewrite, &st.params), ""
+		r.URL.Path, r.URL.RawPath = route.Expand(&st.params), ""
 	}
 	if g.rlOnOK && v.Closest != nil {
 		ra := g.ruleAns[v.Closest.Index]

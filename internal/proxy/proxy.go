@@ -27,6 +27,10 @@ type Route struct {
 	// Constraints must hold for the named parameters, or the route does
 	// not match (the next route may).
 	Constraints map[string]func(string) bool
+	// Values, for the named parameters it has, lists the allowed values,
+	// each with what Expand writes in its place; another value does not
+	// match.
+	Values map[string]map[string]string
 	// Query, when not nil, filters the forwarded query string.
 	Query    *QueryFilter
 	Upstream *Upstream

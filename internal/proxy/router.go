@@ -82,11 +82,19 @@ func Match(pt config.Pattern, path string, p *Params) bool {
 }
 
 // Expand renders a rewrite template with the match's parameters.
-func Expand(t config.Template, p *Params) string {
+func Expand(t config.Template, p *Params) string { return (&Route{Rewrite: t}).Expand(p) }
+
+// Expand renders the route's rewrite with the match's parameters, mapped
+// through Values where the route has them.
+func (r *Route) Expand(p *Params) string {
 	var b strings.Builder
-	for _, part := range t.Parts {
+	for _, part := range r.Rewrite.Parts {
 		if part.Param != "" {
-			b.WriteString(p.Get(part.Param))
+			v := p.Get(part.Param)
+			if vals, ok := r.Values[part.Param]; ok {
+				v = vals[v]
+			}
+			b.WriteString(v)
 		} else {
 			b.WriteString(part.Literal)
 		}
