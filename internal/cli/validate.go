@@ -103,6 +103,13 @@ func printEffective(w io.Writer, f *config.File) {
 	fmt.Fprintf(w, "mode:      %s\n", c.Mode)
 	fmt.Fprintf(w, "listen:    %s\n", c.Listen)
 	fmt.Fprintf(w, "admin:     %s\n", c.Admin.Listen)
+	if c.InternalEnabled() {
+		counted := "not counted"
+		if c.Internal.EvaluateRules {
+			counted = "rules apply"
+		}
+		fmt.Fprintf(w, "internal:  %s (%s)\n", c.Internal.Listen, counted)
+	}
 	fmt.Fprintf(w, "store:     %s (max %d keys)\n", c.Store.URL, c.Store.MaxKeys)
 	switch {
 	case len(c.ClientIP.TrustedProxies) > 0:
@@ -122,7 +129,53 @@ func printEffective(w io.Writer, f *config.File) {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-12s %s\n", n, c.Upstreams[n].URL)
+		u := c.Upstreams[n]
+		auth := ""
+		switch a := u.Auth; {
+		case a.Type == config.AuthClientCredentials && a.ClientID == "":
+			auth = " (no credentials: auth.optional)"
+		case a.Type == config.AuthClientCredentials:
+			auth = " (OAuth2 client credentials from " + a.TokenURL + ")"
+		case a.Type == config.AuthHeader:
+			auth = " (header " + a.HeaderName + ")"
+		}
+		if a := u.Auth.APIClient; a != "" {
+			auth += ", counted as API client " + a
+		}
+		fmt.Fprintf(w, "  %-12s %s%s\n", n, u.URL, auth)
+	}
+	if c.SessionsEnabled() {
+		s := c.Sessions
+		fmt.Fprintf(w, "\nsessions:  cookie %s, max age %s, %d signing secret(s)\n", s.Cookie, s.MaxAge, len(config.SplitSecrets(s.Secret)))
+		fmt.Fprintf(w, "           issued when: %s\n", strings.Join(strings.Fields(s.IssueWhen), " "))
+		if s.PerIP.MaxNew > 0 {
+			fmt.Fprintf(w, "           at most %d new per address per %s\n", s.PerIP.MaxNew, s.PerIP.Window)
+		}
+	}
+	if len(c.APIClients.Plans) > 0 {
+		fmt.Fprintf(w, "\nplans:\n")
+		plans := make([]string, 0, len(c.APIClients.Plans))
+		for n := range c.APIClients.Plans {
+			plans = append(plans, n)
+		}
+		slices.Sort(plans)
+		for _, n := range plans {
+			limits := strings.Join(c.APIClients.Plans[n], " + ")
+			if limits == "" {
+				limits = "no limits"
+			}
+			var clients []string
+			for _, cl := range c.APIClients.Clients {
+				if cl.Plan == n {
+					clients = append(clients, cl.ID)
+				}
+			}
+			fmt.Fprintf(w, "  %-12s %s", n, limits)
+			if len(clients) > 0 {
+				fmt.Fprintf(w, " (%s)", strings.Join(clients, ", "))
+			}
+			fmt.Fprintln(w)
+		}
 	}
 	fmt.Fprintf(w, "\nroutes (first match wins):\n")
 	for _, r := range c.Routes {
@@ -155,6 +208,9 @@ func printEffective(w io.Writer, f *config.File) {
 		fmt.Fprintf(w, "  %d. %s: %s", i+1, r.Name, r.Action)
 		if len(r.Limits) > 0 {
 			fmt.Fprintf(w, " %s per %s (%s)", strings.Join(r.Limits, " + "), strings.Join(r.Key, "+"), r.Algorithm)
+		}
+		if r.LimitsFrom == config.LimitsFromPlan {
+			fmt.Fprintf(w, " the client's plan per %s (%s)", strings.Join(r.Key, "+"), r.Algorithm)
 		}
 		if r.Cost != "" && r.Cost != config.CostRequests {
 			fmt.Fprintf(w, ", cost %s", r.Cost)
