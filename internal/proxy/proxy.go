@@ -61,6 +61,11 @@ func (r *Route) satisfied(p *Params) bool {
 			return false
 		}
 	}
+	for name, vals := range r.Values {
+		if _, ok := vals[p.Get(name)]; !ok {
+			return false
+		}
+	}
 	return true
 }
 

@@ -143,3 +143,28 @@ func FuzzMatch(f *testing.F) {
 		}
 	})
 }
+
+// TestRouteValues: a parameter with a value mapping matches only its
+// values, and the rewrite writes the mapped value.
+func TestRouteValues(t *testing.T) {
+	rt := Router{Routes: []*Route{{
+		Name: "search", Pattern: mustPattern(t, "/api/search/{type}/"),
+		Rewrite: config.Template{Parts: []config.TemplatePart{{Literal: "/v1/"}, {Param: "type"}, {Literal: "/"}}},
+		Values:  map[string]map[string]string{"type": {"image": "images", "audio": "audio"}},
+	}}}
+	for path, want := range map[string]string{
+		"/api/search/image/": "/v1/images/", "/api/search/audio/": "/v1/audio/",
+		"/api/search/video/": "", "/api/search/images/": "", "/api/search/IMAGE/": "", "/api/search/../": "",
+	} {
+		var p Params
+		r := rt.Match("GET", path, &p)
+		switch {
+		case want == "" && r != nil:
+			t.Errorf("%s matched, want no match", path)
+		case want != "" && r == nil:
+			t.Errorf("%s did not match", path)
+		case want != "" && r.Expand(&p) != want:
+			t.Errorf("%s rewrote to %q, want %q", path, r.Expand(&p), want)
+		}
+	}
+}
