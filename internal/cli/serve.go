@@ -31,6 +31,27 @@ func init() {
 // the first load and every reload.
 type serveFlags struct {
 	file, env, listen, adminListen, internalListen, store string
+	// data, when set, is the configuration itself (file only names it):
+	// `floodgate demo` serves its built-in example this way.
+	data []byte
+	// edit, when set, changes every load of the configuration before
+	// defaults are applied (`floodgate demo`'s lowered limits).
+	edit func(*config.Config)
+}
+
+// serveHooks are what `floodgate demo` adds to serve.
+type serveHooks struct {
+	noWatch, sampleUp bool
+	// extra are more loopback servers to start with the gateway, by name
+	// and address.
+	extra []extraServer
+	// started is called once every listener accepts connections.
+	started func(srv *gateway.Server)
+}
+
+type extraServer struct {
+	name, addr string
+	h          http.Handler
 }
 
 func runServe(ctx context.Context, env environ, args []string) error {
@@ -50,6 +71,11 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	if sf.file == "" {
 		return usageError{errors.New("--config is required")}
 	}
+	return serve(ctx, env, sf, serveHooks{noWatch: *noWatch, sampleUp: *sampleUp})
+}
+
+// serve runs the gateway until ctx ends or a listener fails.
+func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) error {
 	f, data, problems, err := sf.load(env)
 	if err != nil {
 		return err
@@ -129,7 +155,12 @@ func runServe(ctx context.Context, env environ, args []string) error {
 		}()
 		return nil
 	}
-	if *sampleUp {
+	for _, x := range hooks.extra {
+		if err := start(x.name, x.addr, newServer(x.h, &c.Server, logger)); err != nil {
+			return err
+		}
+	}
+	if hooks.sampleUp {
 		for name, u := range c.Upstreams {
 			pu, err := url.Parse(u.URL)
 			if err != nil || !isLoopback(pu.Hostname()) {
@@ -190,6 +221,9 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	}
 	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env,
 		"mode", c.Mode, "hash", srv.Hash())
+	if hooks.started != nil {
+		hooks.started(srv)
+	}
 
 	reload := func(reason string) { sf.reload(env, srv, metrics, logger, reason) }
 	go func() {
@@ -202,7 +236,7 @@ func runServe(ctx context.Context, env environ, args []string) error {
 			}
 		}
 	}()
-	if !*noWatch {
+	if !hooks.noWatch && sf.data == nil {
 		if err := watchFile(ctx, sf.file, func() { reload("file changed") }, logger); err != nil {
 			logger.Warn("cannot watch the configuration file; reload with SIGHUP", "error", err.Error())
 		}
@@ -221,9 +255,12 @@ func runServe(ctx context.Context, env environ, args []string) error {
 // configuration. Problems are returned, other failures (the file cannot be
 // read) as the error.
 func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, error) {
-	data, err := os.ReadFile(sf.file)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("config: %w", err)
+	data := sf.data
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(sf.file); err != nil {
+			return nil, nil, nil, fmt.Errorf("config: %w", err)
+		}
 	}
 	f, err := config.Parse(sf.file, data, sf.env, env.lookup)
 	var problems config.Problems
@@ -241,6 +278,9 @@ func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, e
 	}
 	if sf.internalListen != "" {
 		f.Config.Internal.Listen = sf.internalListen
+	}
+	if sf.edit != nil {
+		sf.edit(&f.Config)
 	}
 	f.Config.ApplyDefaults()
 	return f, data, problems, nil
