@@ -109,6 +109,7 @@ func TestAlertRulesPromtool(t *testing.T) {
 	for _, want := range []string{
 		"FloodgateRateLimitedAnswersRising", "FloodgateStoreErrors", "FloodgateKeyTableNearlyFull",
 		"FloodgateStoreEvicting", "FloodgateConfigReloadFailed", "FloodgateRedisDown",
+		"FloodgatePlanUsageNearLimit",
 	} {
 		if !names[want] {
 			t.Errorf("alert %s is missing", want)
@@ -164,7 +165,17 @@ tests:
         values: '1x30'
       - series: 'floodgate_config_info{job="fg",instance="b",hash="sha256:bbbbbbbbbbbbbbbb"}'
         values: '1x30'
+      - series: 'floodgate_plan_usage_ratio{job="fg",instance="a",client="openverse.org",plan="frontend"}'
+        values: '0.5 0.6 0.7 0.85x27'
+      - series: 'floodgate_plan_usage_ratio{job="fg",instance="a",client="lab",plan="standard"}'
+        values: '0.3x30'
     alert_rule_test:
+      - eval_time: 5m
+        alertname: FloodgatePlanUsageNearLimit
+      - eval_time: 10m
+        alertname: FloodgatePlanUsageNearLimit
+        exp_alerts:
+          - exp_labels: {severity: warning, job: fg, instance: a, client: openverse.org, plan: frontend}
       - eval_time: 10m
         alertname: FloodgateKeyTableNearlyFull
         exp_alerts:
@@ -443,6 +454,11 @@ rules:
   - {name: per-ip, limits: [10/1m], failure_policy: fail_closed}
   - {name: cap-csv, when: "route.name == 'csv'", key: [], max_inflight: 2}
   - {name: budget, when: "route.name == 'csv'", cost: upstream_seconds, limits: [900/1h]}
+  - {name: plan, key: [api_client], limits_from: plan}
+sessions: {secret: kit-signing-secret-0123456789-0123456789}
+api_clients:
+  plans: {frontend: [100/1m]}
+  clients: [{id: web, plan: frontend, token_sha256: dcaa19ccd9eff64425edf7d38701e2cfe9f231c8216df785f5fbb400b1293e7b}]
 `
 
 // scrapeGateway runs traffic through a gateway on store url and returns
@@ -473,6 +489,7 @@ func scrapeGateway(t *testing.T, storeURL string) string {
 			r := httptest.NewRequest("GET", path, nil)
 			r.RemoteAddr = ip + ":4000"
 			r.Header.Set("User-Agent", ua)
+			r.Header.Set("Authorization", "Bearer kit-token") // API client "web"
 			srv.ServeHTTP(httptest.NewRecorder(), r)
 		}
 	}

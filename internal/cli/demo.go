@@ -88,7 +88,7 @@ func runDemo(ctx context.Context, env environ, args []string) error {
 
   Open http://%s/ and search. After %s searches a minute (one session), the
   page shows floodgate's 429 message. Limits lowered for the demo: per-session
-  %v, api-without-session %v (the example says 60/1m and 20/1m).
+  %s, api-without-session %s (the example says 60/1m and 20/1m).
 
   mode       %s
   metrics    %s/metrics
@@ -96,7 +96,7 @@ func runDemo(ctx context.Context, env environ, args []string) error {
   switch     curl -X PUT -H 'Authorization: Bearer %s' -d '{"mode":"log-only"}' %s/admin/mode
 
 Press Ctrl-C to stop.
-`, *listen, "10", demoLimits["per-session"], demoLimits["api-without-session"], mode,
+`, *listen, "10", demoLimits["per-session"][0], demoLimits["api-without-session"][0], mode,
 				admin, admin, vars["FLOODGATE_ADMIN_TOKEN"], vars["FLOODGATE_ADMIN_TOKEN"], admin)
 		},
 	}
