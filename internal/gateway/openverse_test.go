@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
@@ -689,5 +690,78 @@ func TestOpenverseSessionCap(t *testing.T) {
 	}
 	if issued != 3 || h.metric("floodgate_sessions_refused_total") != 7 {
 		t.Errorf("%d sessions issued, %v refused; want 3 and 7", issued, h.metric("floodgate_sessions_refused_total"))
+	}
+}
+
+// TestPlansByBearerToken: an API client named by its token is held to its
+// plan (standard 100/1m, enhanced 200/1m), an exempt one is not, and an
+// unknown token is no client at all: the per-IP rule applies to it.
+func TestPlansByBearerToken(t *testing.T) {
+	up := newUpstream(t)
+	hash := func(tok string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(tok))) }
+	yml := fmt.Sprintf(`
+upstreams: {api: {url: %q}}
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+api_clients:
+  plans: {standard: [100/1m, 10000/1d], enhanced: [200/1m, 20000/1d], exempt: []}
+  clients:
+    - {id: lab, plan: standard, token_sha256: %s}
+    - {id: partner, plan: enhanced, token_sha256: %s}
+    - {id: internal-tool, plan: exempt, token_sha256: %s}
+rules:
+  - {name: anonymous, when: "api_client.id == ''", limits: [30/1m]}
+  - {name: api-client-plan, key: [api_client], limits_from: plan}
+`, up.URL, hash("lab-token"), hash("partner-token"), hash("tool-token"))
+	f, err := config.Parse("plans.yaml", []byte(yml), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	c := newClock()
+	metrics := telemetry.NewMetrics("test")
+	g, problems := gateway.New(f, gateway.Options{Store: gateway.NewMemoryStore(1<<16, c.Now, metrics), Metrics: metrics,
+		Logger: telemetry.NewLogger(io.Discard, "info"), Now: c.Now})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	gw := httptest.NewServer(g)
+	defer gw.Close()
+	admitted := func(ip, token string) (int, *http.Response) {
+		n := 0
+		var last *http.Response
+		for range 300 {
+			req, _ := http.NewRequest("GET", gw.URL+"/v1/images/", nil)
+			req.Header.Set("X-Forwarded-For", ip)
+			if token != "" {
+				req.Header.Set("Authorization", "Bearer "+token)
+			}
+			resp, err := http.DefaultTransport.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				n++
+			} else {
+				last = resp
+			}
+		}
+		return n, last
+	}
+	for _, tc := range []struct {
+		ip, token string
+		want      int
+	}{
+		{"192.0.2.1", "lab-token", 100}, {"192.0.2.2", "partner-token", 200}, {"192.0.2.3", "tool-token", 300},
+		{"192.0.2.4", "forged-token", 30}, {"192.0.2.5", "", 30},
+	} {
+		n, last := admitted(tc.ip, tc.token)
+		if n != tc.want {
+			t.Errorf("token %q: %d of 300 admitted, want %d", tc.token, n, tc.want)
+		}
+		if tc.token == "lab-token" && last != nil && !strings.Contains(last.Header.Get("RateLimit-Policy"), "api-client-plan.standard") {
+			t.Errorf("lab's 429 has RateLimit-Policy %q", last.Header.Get("RateLimit-Policy"))
+		}
 	}
 }

@@ -1,0 +1,74 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/floodgate/floodgate/internal/config"
+)
+
+func testClients() apiClients {
+	sum := sha256.Sum256([]byte("good-token"))
+	return newAPIClients(&config.Config{APIClients: config.APIClients{
+		Plans:   map[string][]string{"standard": {"100/1m"}},
+		Clients: []config.APIClient{{ID: "lab", Plan: "standard", TokenSHA256: hex.EncodeToString(sum[:])}, {ID: "frontend", Plan: "standard"}},
+	}})
+}
+
+// TestFromBearerHostile: only "Bearer <a listed token>" names a client;
+// anything else a client writes names none.
+func TestFromBearerHostile(t *testing.T) {
+	ac := testClients()
+	for _, tc := range []struct {
+		name   string
+		values []string
+		want   string
+	}{
+		{"listed token", []string{"Bearer good-token"}, "lab"},
+		{"scheme in any case", []string{"bearer good-token"}, "lab"},
+		{"extra spaces", []string{"Bearer   good-token  "}, "lab"},
+		{"unknown token", []string{"Bearer bad-token"}, ""},
+		{"the hash itself", []string{"Bearer " + func() string { s := sha256.Sum256([]byte("good-token")); return hex.EncodeToString(s[:]) }()}, ""},
+		{"a client id", []string{"Bearer lab"}, ""},
+		{"a client without token", []string{"Bearer frontend"}, ""},
+		{"empty token", []string{"Bearer "}, ""},
+		{"no scheme", []string{"good-token"}, ""},
+		{"basic", []string{"Basic good-token"}, ""},
+		{"two fields", []string{"Bearer good-token", "Bearer good-token"}, ""},
+		{"huge", []string{"Bearer " + strings.Repeat("a", 1<<16)}, ""},
+		{"prefix of the token", []string{"Bearer good-toke"}, ""},
+		{"token with NUL", []string{"Bearer good-token\x00"}, ""},
+		{"none", nil, ""},
+	} {
+		h := http.Header{}
+		if tc.values != nil {
+			h["Authorization"] = tc.values
+		}
+		c, ok := ac.fromBearer(h)
+		if c.id != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: client %q (%v), want %q", tc.name, c.id, ok, tc.want)
+		}
+	}
+}
+
+func FuzzFromBearer(f *testing.F) {
+	for _, s := range []string{"Bearer good-token", "bearer x", "Basic Zm9v", "", "Bearer", "Bearer \x00"} {
+		f.Add(s)
+	}
+	ac := testClients()
+	f.Fuzz(func(t *testing.T, v string) {
+		c, ok := ac.fromBearer(http.Header{"Authorization": {v}})
+		if ok != (c.id != "") {
+			t.Fatalf("ok %v with client %q", ok, c.id)
+		}
+		if ok {
+			scheme, tok, _ := strings.Cut(v, " ")
+			if !strings.EqualFold(scheme, "bearer") || strings.TrimSpace(tok) != "good-token" {
+				t.Fatalf("%q named client %q", v, c.id)
+			}
+		}
+	})
+}
