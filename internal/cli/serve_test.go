@@ -55,7 +55,7 @@ func waitFor(t *testing.T, url string) {
 	t.Fatalf("%s never answered", url)
 }
 
-// TestServeQuickStart runs the README's first command in-process: the
+// TestServeQuickStart runs the README's MaveDB command in-process: the
 // MaveDB example with the sample upstream, then stops it as SIGTERM would.
 func TestServeQuickStart(t *testing.T) {
 	pub, adm, up := freeAddr(t), freeAddr(t), freeAddr(t)
