@@ -112,3 +112,24 @@ func TestOpenverseProductionRefusesWithoutCredentials(t *testing.T) {
 		t.Errorf("development without credentials: exit %d: %s", code, stderr)
 	}
 }
+
+// TestExplainOpenverse: explain applies the request's identities: a
+// made-up session cookie is no session (per-session does not match), and
+// an API route counts as the frontend's client, under its plan only.
+func TestExplainOpenverse(t *testing.T) {
+	code, out, stderr := run(t, nil, "explain", "--config", "../../examples/openverse.yaml", "--env", "development",
+		"GET", "/api/search/image/?q=cat", "-H", "Cookie: ovSession=made-up")
+	if code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"per-session                  block  no match",
+		"api-without-session          block  allowed",
+		"api-client-plan.frontend     block  allowed",
+		"api-client-plan.standard     block  no match",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain lacks %q:\n%s", want, out)
+		}
+	}
+}

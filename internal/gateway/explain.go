@@ -61,6 +61,7 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 	req.HTTP, req.Path = r, p
 	req.Route, req.RouteGroup = route.Name, route.Group
 	req.ClientIP, req.ClientPrefix = ip, g.resolver.KeyPrefix(ip)
+	g.identify(r, req, &g.routeSet[route.Index], false)
 
 	ex.Verdict = "forward to upstream " + route.Upstream.Name
 	for _, s := range g.engine.Explain(ctx, req) {

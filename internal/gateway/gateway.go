@@ -407,17 +407,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	req.ClientIP = ip
 	req.ClientPrefix = g.resolver.KeyPrefix(ip)
 	req.Internal = internal
-	if g.sessions != nil {
-		g.sessions.verify(r, req)
-	}
-	switch {
-	case rs.client.id != "":
-		req.APIClient, req.APIClientPlan = rs.client.id, rs.client.plan
-	default:
-		if c, ok := g.clients.fromBearer(r.Header); ok {
-			req.APIClient, req.APIClientPlan = c.id, c.plan
-		}
-	}
+	g.identify(r, req, rs, true)
 
 	ctx := r.Context()
 	var v rules.Verdict
@@ -500,6 +490,24 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		rm.Upstream(sw.headerAt.Sub(sw.start))
 	}
 	rm.Request(sw.statusOr200())
+}
+
+// identify fills in who is asking: the session (verified) and the API
+// client (by the route's upstream credentials, else by a listed bearer
+// token). count says whether this is a request (its session cookie is
+// counted in the metrics) or an explanation.
+func (g *Gateway) identify(r *http.Request, req *rules.Request, rs *routeSettings, count bool) {
+	if g.sessions != nil {
+		g.sessions.verify(r, req, count)
+	}
+	switch {
+	case rs.client.id != "":
+		req.APIClient, req.APIClientPlan = rs.client.id, rs.client.plan
+	default:
+		if c, ok := g.clients.fromBearer(r.Header); ok {
+			req.APIClient, req.APIClientPlan = c.id, c.plan
+		}
+	}
 }
 
 // logAccess writes the request's access-log record.

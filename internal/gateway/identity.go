@@ -105,13 +105,17 @@ func newSessions(f *config.File, o Options, shared *Shared) (*sessions, config.P
 	return s, nil
 }
 
-// verify fills req's session fields from the request's cookie.
-func (s *sessions) verify(r *http.Request, req *rules.Request) {
+// verify fills req's session fields from the request's cookie, and
+// counts the cookie in the metrics when count is set.
+func (s *sessions) verify(r *http.Request, req *rules.Request, count bool) {
 	id, present, valid := s.m.Verify(r)
 	req.SessionPresent, req.SessionValid = present, valid
-	switch {
-	case valid:
+	if valid {
 		req.Session = id
+	}
+	switch {
+	case !count:
+	case valid:
 		s.metrics.Valid.Inc()
 	case present:
 		s.metrics.Invalid.Inc()

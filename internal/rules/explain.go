@@ -39,6 +39,9 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 			continue
 		}
 		st.Reached = true
+		if !r.applies(req) {
+			continue // not this client's plan, or no session / API client to key by
+		}
 		if r.when != nil {
 			out, _, err := r.when.Eval(activation{req})
 			if err != nil {
