@@ -110,6 +110,26 @@ type state struct {
 	params proxy.Params
 	w      statusWriter
 	buf    []byte
+	// rateLimit backs the RateLimit field of a forwarded response.
+	rateLimit [1]string
+	// upstream is the time forwarding took; forwarded, that it was.
+	upstream  time.Duration
+	forwarded bool
+}
+
+// finish makes the counts that depend on the response and releases the
+// request's concurrency slots, when it has any.
+func (g *Gateway) finish(st *state) {
+	if !st.req.Pending() {
+		return
+	}
+	sw := &st.w
+	// Not the request's context: counts after the response are made even
+	// when the client has gone (the store bounds its own wait).
+	g.engine.Finish(context.Background(), &st.req, rules.Response{
+		Status: sw.statusOr200(), Header: sw.ResponseWriter.Header(), Upstream: st.upstream, Bytes: sw.bytes,
+		Forwarded: st.forwarded && sw.code != 0 && !sw.own,
+	})
 }
 
 // New builds the Gateway for a loaded configuration: f must have had
@@ -418,16 +438,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		arrived := g.now()
 		defer func() { g.logAccess(arrived, r, req, sw, v) }()
 	}
-	var fwd time.Duration
-	forwarded := false
-	defer func() {
-		// Not the request's context: counts after the response are made
-		// even when the client has gone (the store bounds its own wait).
-		g.engine.Finish(context.Background(), req, rules.Response{
-			Status: sw.statusOr200(), Header: w.Header(), Upstream: fwd, Bytes: sw.bytes,
-			Forwarded: forwarded && sw.code != 0 && !sw.own,
-		})
-	}()
+	defer g.finish(st)
 	if v.Rule != nil {
 		ra := g.ruleAns[v.Rule.Index]
 		var a respond.Answer
@@ -474,8 +485,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		st.buf = respond.AppendRateLimit(st.buf[:0], ra.PolicyName(v.ClosestDecision.Limit),
 			v.ClosestDecision.Remaining, v.ClosestDecision.ResetAfter)
 		h := w.Header()
-		h["Ratelimit-Policy"] = []string{ra.PolicyField()}
-		h["Ratelimit"] = []string{string(st.buf)}
+		h["Ratelimit-Policy"] = ra.PolicyFieldValues()
+		st.rateLimit[0] = string(st.buf)
+		h["Ratelimit"] = st.rateLimit[:]
 	}
 	if rs.total > 0 {
 		var cancel context.CancelFunc
@@ -485,7 +497,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	}
 	sw.start, sw.now = g.now(), g.now
 	route.Upstream.Proxy.ServeHTTP(sw, r)
-	fwd, forwarded = g.now().Sub(sw.start), true
+	st.upstream, st.forwarded = g.now().Sub(sw.start), true
 	if sw.code != 0 && !sw.own {
 		rm.Upstream(sw.headerAt.Sub(sw.start))
 	}
@@ -533,6 +545,7 @@ const defaultCapacityRetry = 10 * time.Second
 func (g *Gateway) release(st *state) {
 	st.req.Reset()
 	st.w.reset(nil)
+	st.rateLimit[0], st.upstream, st.forwarded = "", 0, false
 	g.pool.Put(st)
 }
 

@@ -224,6 +224,16 @@ func (r *Rule) PolicyField() string {
 	return r.policyField[0]
 }
 
+// PolicyFieldValues returns the RateLimit-Policy field as a header value
+// list, shared: callers must not modify it (appending copies, since its
+// capacity is its length).
+func (r *Rule) PolicyFieldValues() []string {
+	if len(r.policyField) == 0 {
+		return nil
+	}
+	return r.policyField[:1:1]
+}
+
 // PolicyName returns the name of the rule's i'th policy, for
 // AppendRateLimit, or "" when there is none.
 func (r *Rule) PolicyName(i int) string {

@@ -263,6 +263,9 @@ type Response struct {
 // request that takes a client over its budget is served, and the next one
 // is refused. A charge larger than what remains fills the budget.
 func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
+	if !req.Pending() {
+		return
+	}
 	for _, h := range req.held {
 		e.Inflight.Release(h.key)
 	}

@@ -48,6 +48,10 @@ type Request struct {
 	WouldBlock []string
 }
 
+// Pending reports whether Finish has work for r: concurrency slots to
+// release or counts that depend on the response.
+func (r *Request) Pending() bool { return len(r.held) > 0 || len(r.deferred) > 0 }
+
 // Reset clears r for reuse.
 func (r *Request) Reset() {
 	*r = Request{keyBuf: r.keyBuf[:0], banBuf: r.banBuf[:0], held: r.held[:0], deferred: r.deferred[:0], WouldBlock: r.WouldBlock[:0]}
