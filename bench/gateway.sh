@@ -13,6 +13,8 @@
 #   haproxy           HAProxy with a stick table tracking http_req_rate per
 #                     source (nbthread 1, upstream keep-alive)
 #   revproxy          a plain httputil.ReverseProxy (bench/revproxy, GOMAXPROCS=1)
+#   fwdproxy          internal/forward under the same net/http server (bench/fwdproxy,
+#                     GOMAXPROCS=1); not in the default TARGETS
 #
 # Throughput: wrk against each in turn, alternating, ROUNDS rounds; the
 # table shows each one's median, range, and ratios to the bare upstream and
@@ -26,7 +28,8 @@
 #   ROUNDS [3]  DURATION wrk's -d [10s]  CONNS wrk's -c [32]  THREADS wrk's -t [1]
 #   RATE latency's requests/s [1000]  LAT_DURATION [10s]  LAT_CONNS [16]
 #   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
-#   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4
+#   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4,
+#     fwdproxy +5
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
 #   LATENCY [1]: 0 skips the latency measurement
 #   CPUPROFILE: run floodgate under bench/gwprof, which writes a CPU profile
@@ -53,7 +56,7 @@ targets=(${TARGETS:-direct floodgate nginx_limit_req haproxy revproxy})
 up_port=$((base + 1))
 declare -A port=(
 	[direct]=$up_port [floodgate]=$base [nginx_limit_req]=$((base + 2))
-	[haproxy]=$((base + 3)) [revproxy]=$((base + 4))
+	[haproxy]=$((base + 3)) [revproxy]=$((base + 4)) [fwdproxy]=$((base + 5))
 )
 admin_port=$((base + 10))
 
@@ -110,6 +113,7 @@ wait_up() {
 
 go build -o "$dir/floodgate" ./cmd/floodgate
 go build -o "$dir/revproxy" ./bench/revproxy
+go build -o "$dir/fwdproxy" ./bench/fwdproxy
 go build -o "$dir/latency" ./bench/latency
 fg=("$dir/floodgate")
 if [ -n "${CPUPROFILE:-}" ]; then
@@ -144,6 +148,11 @@ for t in "${targets[@]}"; do
 	revproxy)
 		GOMAXPROCS=1 "$dir/revproxy" -listen "127.0.0.1:${port[$t]}" -upstream "http://127.0.0.1:$up_port" \
 			>"$dir/revproxy.log" 2>&1 &
+		pids+=($!)
+		;;
+	fwdproxy)
+		GOMAXPROCS=1 "$dir/fwdproxy" -listen "127.0.0.1:${port[$t]}" -upstream "http://127.0.0.1:$up_port" \
+			>"$dir/fwdproxy.log" 2>&1 &
 		pids+=($!)
 		;;
 	*)

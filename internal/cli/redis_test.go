@@ -57,9 +57,12 @@ func (g *gatewayProc) get(path, client string, hdr ...string) (int, http.Header)
 // (it learns so from a successful decision), for a bounded time.
 func (g *gatewayProc) waitRedisUp() {
 	g.t.Helper()
+	// Up, and a decision made without a store error (the gauge may say
+	// up a moment before the connection takes decisions again).
 	for range 500 {
+		before := g.metric("floodgate_store_errors_total")
 		g.get("/healthz-probe", "192.0.2.200")
-		if g.metric("floodgate_redis_up") == 1 {
+		if g.metric("floodgate_redis_up") == 1 && g.metric("floodgate_store_errors_total") == before {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -139,14 +142,23 @@ func TestRedisDownFailOpenAndRecovery(t *testing.T) {
 
 	rs.Restart() // an empty Redis: the counters start afresh
 	g.waitRedisUp()
-	// Limits apply again: the CSV limit (100/5m) refuses the 101st.
-	codes := map[int]int{}
-	for range 101 {
+	// Limits apply again: the CSV limit (100/5m) admits the first 100 and
+	// refuses after them. (Usually the 101st; the counters run on the real
+	// clock, and when the requests straddle a 5-minute boundary the
+	// sliding window weighs the earlier ones down and admits a few more.)
+	first := 0
+	for i := range 250 {
 		code, _ := g.get("/api/v1/score-sets/urn:mavedb:1/scores", "203.0.113.9")
-		codes[code]++
+		if code == 429 {
+			first = i + 1
+			break
+		}
+		if code != 200 {
+			t.Fatalf("after recovery, CSV request %d: %d", i+1, code)
+		}
 	}
-	if codes[429] != 1 {
-		t.Errorf("after recovery, 101 CSV requests: %v, want the 101st refused", codes)
+	if first <= 100 {
+		t.Errorf("after recovery, the first 429 was request %d of the CSV limit 100/5m, want after the 100th (0: none in 250)", first)
 	}
 }
 

@@ -496,7 +496,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		r = r.WithContext(ctx)
 	}
 	sw.start, sw.now = g.now(), g.now
-	route.Upstream.Proxy.ServeHTTP(sw, r)
+	route.Upstream.Handler.ServeHTTP(sw, r)
 	st.upstream, st.forwarded = g.now().Sub(sw.start), true
 	if sw.code != 0 && !sw.own {
 		rm.Upstream(sw.headerAt.Sub(sw.start))

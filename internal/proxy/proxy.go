@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/forward"
 )
 
 // Route is one compiled route.
@@ -86,10 +87,12 @@ type ErrorFunc func(w http.ResponseWriter, r *http.Request, err error)
 type Upstream struct {
 	Name string
 	URL  *url.URL
-	// Proxy does the forwarding.
-	Proxy *httputil.ReverseProxy
+	// Handler does the forwarding: a forward.Forwarder (lean, for plain
+	// http upstreams without hooks) or an httputil.ReverseProxy.
+	Handler http.Handler
 
 	transport *http.Transport
+	fwd       *forward.Forwarder
 }
 
 // UpstreamOptions configures NewUpstream.
@@ -140,11 +143,24 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 		ForceAttemptHTTP2:     u.Scheme == "https",
 	}
 	up := &Upstream{Name: name, URL: u, transport: tr}
+	if u.Scheme == "http" && o.WrapTransport == nil && o.ModifyResponse == nil {
+		// The lean forwarder: one goroutine per request, few allocations
+		// (docs/benchmarks.md). It hands what it does not do itself
+		// (upgrades, Expect, trailers) to a ReverseProxy of its own.
+		f, err := forward.New(u, forward.Options{
+			ConnectTimeout: o.ConnectTimeout, ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+			MaxIdleConns: o.MaxIdleConnsPerHost, OnError: o.OnError,
+		})
+		if err == nil {
+			up.fwd, up.Handler = f, f
+			return up
+		}
+	}
 	var rt http.RoundTripper = tr
 	if o.WrapTransport != nil {
 		rt = o.WrapTransport(tr)
 	}
-	up.Proxy = &httputil.ReverseProxy{
+	up.Handler = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = u.Scheme
 			pr.Out.URL.Host = u.Host
@@ -180,6 +196,9 @@ func joinPath(base, p string) string {
 // CloseIdle closes the upstream's idle keep-alive connections.
 func (u *Upstream) CloseIdle() {
 	u.transport.CloseIdleConnections()
+	if u.fwd != nil {
+		u.fwd.CloseIdle()
+	}
 }
 
 // Class is the kind of a forwarding failure.

@@ -1,0 +1,307 @@
+// Package forward provides a lean HTTP/1.1 forwarder for plain-http
+// upstreams: an http.Handler that does what floodgate's
+// httputil.ReverseProxy setup does (internal/proxy.NewUpstream), with less
+// work per request.
+//
+// A Forwarder keeps a pool of keep-alive connections to one upstream and
+// serves each request on the handler's goroutine: it writes the request
+// through the connection's bufio.Writer, parses the response head itself
+// from the connection's bufio.Reader, and copies the body to the
+// http.ResponseWriter. There are no per-connection goroutines, and no
+// per-request timers or context watches: one timer per Forwarder, ticking
+// while requests are in flight, ends the waits of those whose context is
+// done or whose response head is late, up to 10ms late (see watchdog).
+// The only other goroutines are the idle-connection sweeper's timer, and
+// one per request whose body is large or of unknown length (so that an
+// upstream answering before it has read the body is not deadlocked).
+//
+// Requests it does not handle itself (protocol upgrades such as WebSocket,
+// CONNECT, Expect: 100-continue, declared request trailers) go to an
+// internal httputil.ReverseProxy configured the same way.
+package forward
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configures New. Zero fields take their defaults.
+type Options struct {
+	// ConnectTimeout bounds dialing the upstream. Default 5s.
+	ConnectTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for the response head, from
+	// when the request has been written. Default 30s. It is enforced,
+	// as the end of the request's context is, by a timer that ticks
+	// every 10ms (every quarter of the timeout when that is shorter)
+	// while requests are in flight: to within a tick.
+	ResponseHeaderTimeout time.Duration
+	// IdleTimeout is how long a pooled connection may stay idle before it
+	// is closed. Default 90s.
+	IdleTimeout time.Duration
+	// MaxIdleConns is the size of the keep-alive pool. Default 256.
+	MaxIdleConns int
+	// OnError answers a request the upstream could not, when nothing has
+	// been written to w yet; required. err classifies as
+	// internal/proxy.Classify expects: context.Canceled when the request's
+	// context was canceled, context.DeadlineExceeded when its deadline
+	// passed, a net.Error whose Timeout() is true when the upstream did not
+	// answer in time, anything else when it is unreachable or answered
+	// something that is not HTTP/1.x.
+	OnError func(w http.ResponseWriter, r *http.Request, err error)
+}
+
+// Defaults of Options.
+const (
+	DefaultConnectTimeout        = 5 * time.Second
+	DefaultResponseHeaderTimeout = 30 * time.Second
+	DefaultIdleTimeout           = 90 * time.Second
+	DefaultMaxIdleConns          = 256
+)
+
+// Limits on what an upstream may send.
+const (
+	// MaxHeaderBytes bounds a response head (status line and fields,
+	// each informational response counted on its own) and a trailer
+	// section.
+	MaxHeaderBytes = 1 << 20
+	// max1xx bounds the informational responses before the final one.
+	max1xx = 16
+	// syncBodyMax is the largest request body written before the
+	// response is read, on the handler's goroutine; larger bodies and
+	// bodies of unknown length are written by a goroutine of their own
+	// while the response is read.
+	syncBodyMax = 32 << 10
+)
+
+// A Forwarder forwards requests to one http:// upstream over a pool of
+// keep-alive connections. It is safe for concurrent use.
+//
+// Hop-by-hop header fields (RFC 9110 §7.6.1: Connection, Keep-Alive,
+// Proxy-Connection, Proxy-Authenticate, Proxy-Authorization, TE, Trailer,
+// Transfer-Encoding, Upgrade, and those listed in Connection) are removed
+// in both directions; "TE: trailers" is passed on when the client sent it.
+// Forwarded and the client's X-Forwarded-Host and X-Forwarded-Proto are
+// dropped; X-Forwarded-For is the inbound one (which the caller has
+// reduced to what trusted proxies added) with the peer's address appended,
+// X-Forwarded-Host is r.Host and X-Forwarded-Proto is http or https, as
+// httputil.ProxyRequest.SetXForwarded sets them. The Host header is the
+// target's.
+//
+// Once the response header has been written to the client, a failure
+// (the upstream closing mid-body, the client going away) can only abort
+// the response: ServeHTTP then panics with http.ErrAbortHandler, as
+// httputil.ReverseProxy does, when running under an http.Server.
+type Forwarder struct {
+	addr     string // host:port to dial
+	host     string // Host header
+	basePath string // target path, when not "" or "/"
+	baseRaw  string // its escaped form
+	o        Options
+	dialer   net.Dialer
+	fallback *httputil.ReverseProxy
+	pool     pool
+	watch    watchdog
+}
+
+var _ http.Handler = (*Forwarder)(nil)
+
+// New returns a Forwarder to target, which must be an http:// URL with a
+// host. o.OnError is required.
+func New(target *url.URL, o Options) (*Forwarder, error) {
+	if target == nil {
+		return nil, errors.New("forward: no target")
+	}
+	if target.Scheme != "http" {
+		return nil, fmt.Errorf("forward: target %q: scheme %q not supported, want http", target.Redacted(), target.Scheme)
+	}
+	if target.Host == "" {
+		return nil, fmt.Errorf("forward: target %q: no host", target.Redacted())
+	}
+	if target.User != nil || target.Opaque != "" {
+		return nil, fmt.Errorf("forward: target %q: user information and opaque URLs are not supported", target.Redacted())
+	}
+	if o.OnError == nil {
+		return nil, errors.New("forward: Options.OnError is required")
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.ResponseHeaderTimeout <= 0 {
+		o.ResponseHeaderTimeout = DefaultResponseHeaderTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxIdleConns <= 0 {
+		o.MaxIdleConns = DefaultMaxIdleConns
+	}
+	host := strings.TrimSuffix(target.Host, ":")
+	port := target.Port()
+	if port == "" {
+		port = "80"
+	}
+	f := &Forwarder{
+		addr:   net.JoinHostPort(target.Hostname(), port),
+		host:   host,
+		o:      o,
+		dialer: net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second},
+	}
+	if !validHeaderValue(host) {
+		return nil, fmt.Errorf("forward: target %q: invalid host", target.Redacted())
+	}
+	if target.Path != "" && target.Path != "/" {
+		f.basePath, f.baseRaw = target.Path, target.EscapedPath()
+	}
+	f.pool.init(o.MaxIdleConns, o.IdleTimeout)
+	f.watch.tick = watchTick(o.ResponseHeaderTimeout)
+	f.fallback = newReverseProxy(target, o, &f.dialer)
+	return f, nil
+}
+
+// newReverseProxy returns the ReverseProxy that serves what the Forwarder
+// does not: set up as internal/proxy.NewUpstream sets up its own.
+func newReverseProxy(u *url.URL, o Options, d *net.Dialer) *httputil.ReverseProxy {
+	tr := &http.Transport{
+		Proxy:                 nil, // upstreams are addressed directly
+		DialContext:           d.DialContext,
+		MaxIdleConns:          o.MaxIdleConns,
+		MaxIdleConnsPerHost:   o.MaxIdleConns,
+		IdleConnTimeout:       o.IdleTimeout,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+	}
+	return &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.Out.URL.Scheme = u.Scheme
+			pr.Out.URL.Host = u.Host
+			pr.Out.URL.Path = joinPath(u.Path, pr.In.URL.Path)
+			if pr.In.URL.RawPath != "" {
+				pr.Out.URL.RawPath = joinPath(u.EscapedPath(), pr.In.URL.RawPath)
+			} else {
+				pr.Out.URL.RawPath = ""
+			}
+			pr.Out.Host = ""
+			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+			pr.SetXForwarded()
+		},
+		Transport:    tr,
+		BufferPool:   bufferPool{},
+		ErrorHandler: o.OnError,
+	}
+}
+
+// CloseIdle closes the idle keep-alive connections. Connections in use
+// are pooled again when their requests end.
+func (f *Forwarder) CloseIdle() {
+	f.pool.closeIdle()
+	if tr, ok := f.fallback.Transport.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
+}
+
+// ServeHTTP forwards r to the upstream and copies the response to w.
+func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if fallback(r) {
+		f.fallback.ServeHTTP(w, r)
+		return
+	}
+	ctx := r.Context()
+	// A request without a body that is safe to repeat is sent again, on a
+	// new connection, when a pooled connection turns out to be closed
+	// before any of the response arrived, as net/http's Transport does.
+	replayable := r.ContentLength == 0 && idempotent(r)
+	now := time.Now()
+	for attempt := 0; ; attempt++ {
+		var c *conn
+		if attempt == 0 {
+			c = f.pool.get(now, !replayable)
+		}
+		if c == nil {
+			var err error
+			if c, err = f.dial(ctx); err != nil {
+				f.o.OnError(w, r, err)
+				return
+			}
+			now = time.Now()
+		}
+		x := exchange{f: f, c: c, w: w, r: r, ctx: ctx, now: now}
+		if !x.run(replayable && c.reused) {
+			return
+		}
+	}
+}
+
+// fallback reports whether r goes to the ReverseProxy.
+func fallback(r *http.Request) bool {
+	if r.Method == http.MethodConnect || r.URL.Opaque != "" || r.Trailer != nil {
+		return true
+	}
+	if _, ok := r.Header["Expect"]; ok {
+		return true
+	}
+	return hasToken(r.Header["Connection"], "upgrade")
+}
+
+// idempotent reports whether r may be sent twice (RFC 9110 §9.2.2, and
+// the Idempotency-Key fields net/http honours).
+func idempotent(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	_, a := r.Header["Idempotency-Key"]
+	_, b := r.Header["X-Idempotency-Key"]
+	return a || b
+}
+
+// dial opens a new connection to the upstream.
+func (f *Forwarder) dial(ctx context.Context) (*conn, error) {
+	nc, err := f.dialer.DialContext(ctx, "tcp", f.addr)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("forward: dial %s: %w", f.addr, cerr)
+		}
+		return nil, fmt.Errorf("forward: dial: %w", err)
+	}
+	return newConn(nc), nil
+}
+
+func joinPath(base, p string) string {
+	if base == "" || base == "/" {
+		return p
+	}
+	if base[len(base)-1] == '/' {
+		base = base[:len(base)-1]
+	}
+	return base + p
+}
+
+// copyBufferSize is the size of the pooled buffers that bodies larger
+// than a connection's read buffer are copied through.
+const copyBufferSize = 32 << 10
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
+
+type bufferPool struct{}
+
+func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { buffers.Put(&b) }
+
+// timeoutError is a net.Error whose Timeout is true.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string   { return e.msg }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
+
+var errHeaderTimeout error = &timeoutError{"forward: timeout awaiting response headers"}
+
+var _ net.Error = (*timeoutError)(nil)

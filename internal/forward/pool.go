@@ -1,0 +1,176 @@
+package forward
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Buffer sizes of a connection.
+const (
+	readBufferSize  = 8 << 10
+	writeBufferSize = 4 << 10
+)
+
+// aLongTimeAgo is a deadline in the past: setting it makes blocked reads
+// and writes on a connection return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// A conn is one connection to the upstream with its buffers and the
+// parsing state reused by every response read from it. It is used by one
+// request at a time.
+type conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	reused bool      // it has served a request before
+	idleAt time.Time // when it was last pooled
+	head   head
+	// lastBlock is the string of the last response head's names and
+	// values (see copyHeader).
+	lastBlock string
+
+	// The watchdog's state, while an exchange is in flight on it.
+	ctx      context.Context // the request's: watched, not used
+	slot     int             // index in watchdog.conns
+	poisoned uint8           // why the watchdog set a past deadline; guarded by its mutex
+	// headDeadline is when the response head is due, in Unix
+	// nanoseconds: 0 when not awaited, -1 until the request body's
+	// goroutine has written the body.
+	headDeadline atomic.Int64
+}
+
+func newConn(nc net.Conn) *conn {
+	return &conn{
+		nc: nc,
+		br: bufio.NewReaderSize(nc, readBufferSize),
+		bw: bufio.NewWriterSize(nc, writeBufferSize),
+	}
+}
+
+func (c *conn) setPastDeadline() { c.nc.SetDeadline(aLongTimeAgo) }
+
+// pool holds idle connections, newest last: get takes the newest (its
+// socket buffers and the upstream's state are warmest), the sweeper
+// closes the oldest once they have been idle for the timeout.
+type pool struct {
+	mu      sync.Mutex
+	idle    []*conn
+	max     int
+	timeout time.Duration
+	timer   *time.Timer // runs sweep; armed while idle is not empty
+	armed   bool
+}
+
+func (p *pool) init(max int, timeout time.Duration) {
+	p.max, p.timeout = max, timeout
+}
+
+// get returns an idle connection, or nil; now is the time. With check, a connection is
+// first checked for having been closed by the upstream (for requests that
+// cannot be retried on a new connection).
+func (p *pool) get(now time.Time, check bool) *conn {
+	for {
+		p.mu.Lock()
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			return nil
+		}
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		if now.Sub(c.idleAt) >= p.timeout {
+			// It and every older one have expired.
+			stale := slices.Clone(p.idle)
+			clear(p.idle)
+			p.idle = p.idle[:0]
+			p.mu.Unlock()
+			c.nc.Close()
+			for _, s := range stale {
+				s.nc.Close()
+			}
+			return nil
+		}
+		p.mu.Unlock()
+		if check && !c.alive() {
+			c.nc.Close()
+			continue
+		}
+		return c
+	}
+}
+
+// alive reports whether the upstream has not closed c (nor sent anything
+// unasked on it).
+func (c *conn) alive() bool { return alive(c.nc) }
+
+// put pools c, which has no request in progress, or closes it when the
+// pool is full.
+func (p *pool) put(c *conn) {
+	c.reused = true
+	c.idleAt = time.Now()
+	p.mu.Lock()
+	if len(p.idle) >= p.max {
+		p.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+	if !p.armed {
+		p.armed = true
+		if p.timer == nil {
+			p.timer = time.AfterFunc(p.timeout, p.sweep)
+		} else {
+			p.timer.Reset(p.timeout)
+		}
+	}
+	p.mu.Unlock()
+}
+
+// sweep closes the connections idle for the timeout and arms the timer
+// for the next to expire.
+func (p *pool) sweep() {
+	now := time.Now()
+	p.mu.Lock()
+	i := 0
+	for i < len(p.idle) && now.Sub(p.idle[i].idleAt) >= p.timeout {
+		i++
+	}
+	stale := slices.Clone(p.idle[:i])
+	n := copy(p.idle, p.idle[i:])
+	clear(p.idle[n:])
+	p.idle = p.idle[:n]
+	if n > 0 {
+		p.timer.Reset(p.idle[0].idleAt.Add(p.timeout).Sub(now))
+	} else {
+		p.armed = false
+	}
+	p.mu.Unlock()
+	for _, c := range stale {
+		c.nc.Close()
+	}
+}
+
+// closeIdle closes every idle connection.
+func (p *pool) closeIdle() {
+	p.mu.Lock()
+	stale := slices.Clone(p.idle)
+	clear(p.idle)
+	p.idle = p.idle[:0]
+	p.mu.Unlock()
+	for _, c := range stale {
+		c.nc.Close()
+	}
+}
+
+// idleCount returns the number of idle connections.
+func (p *pool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
