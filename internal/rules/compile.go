@@ -343,7 +343,7 @@ func compileExpr(env *cel.Env, src string, want *cel.Type) (cel.Program, error) 
 		!out.IsExactType(cel.UintType) && !out.IsExactType(cel.BoolType) {
 		return nil, fmt.Errorf("CEL: key expression has type %s, want string, int, uint or bool", out)
 	}
-	prg, err := env.Program(ast, cel.EvalOptions(cel.OptOptimize))
+	prg, err := env.Program(ast, append([]cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}, regexOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("CEL: %s", oneLine(err.Error()))
 	}
