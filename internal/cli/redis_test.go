@@ -158,7 +158,9 @@ func TestRedisDownFailOpenAndRecovery(t *testing.T) {
 		}
 	}
 	if first <= 100 {
-		t.Errorf("after recovery, the first 429 was request %d of the CSV limit 100/5m, want after the 100th (0: none in 250)", first)
+		t.Errorf("after recovery, the first 429 was request %d of the CSV limit 100/5m, want after the 100th (0: none in 250); store errors %v, degraded %v, redis up %v; log:\n%s", first,
+			g.metric("floodgate_store_errors_total"), g.metric(`floodgate_store_degraded_decisions_total{policy="fail_open",rule="rate-limit-csv-endpoints"}`),
+			g.metric("floodgate_redis_up"), g.stderr.String())
 	}
 }
 

@@ -84,7 +84,10 @@ type Gateway struct {
 	upstream []*proxy.Upstream
 	routeSet []routeSettings // by route index
 	sessions *sessions       // nil: sessions off
-	clients  apiClients
+	// stripSession removes upstream Set-Cookie fields for the session
+	// cookie; nil when sessions are off.
+	stripSession func(http.Header)
+	clients      apiClients
 	// internalRules runs the rules for internal requests too.
 	internalRules bool
 	pool          sync.Pool
@@ -205,10 +208,10 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	problems = append(problems, ps...)
 	g.clients = newAPIClients(c)
 	g.internalRules = c.Internal.EvaluateRules
-	var modify func(*http.Response) error
 	if g.sessions != nil {
-		// floodgate owns the session cookie: no upstream sets it.
-		modify = func(resp *http.Response) error { g.sessions.m.StripSetCookie(resp.Header); return nil }
+		// floodgate owns the session cookie: no upstream sets it (see
+		// statusWriter.WriteHeader).
+		g.stripSession = g.sessions.m.StripSetCookie
 	}
 	wraps := map[string]func(http.RoundTripper) http.RoundTripper{}
 	for _, name := range sortedNames(c.Upstreams) {
@@ -234,7 +237,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 		up := proxy.NewUpstream(name, u, proxy.UpstreamOptions{
 			OnError: g.upstreamError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
-			ModifyResponse: modify, WrapTransport: wraps[name],
+			WrapTransport: wraps[name],
 		})
 		ups[k] = up
 		g.upstream = append(g.upstream, up)
@@ -466,9 +469,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 
 	if g.sessions != nil {
 		if !internal {
-			st.buf = req.ClientPrefix.AppendTo(st.buf[:0])
-			g.sessions.maybeIssue(w, req, string(st.buf))
+			sw.setCookie = g.sessions.maybeIssue(req, &st.buf)
 		}
+		sw.strip = g.stripSession
 		g.sessions.m.StripCookie(r.Header)
 	}
 	// What a client wrote in forwarding headers is not passed on unless a
@@ -625,13 +628,18 @@ func needsClean(p string) bool {
 // statusWriter records the status an answer was given with.
 type statusWriter struct {
 	http.ResponseWriter
-	code     int
-	own      bool // floodgate answered (upstream failure)
-	bytes    int64
-	route    *routeSettings
-	now      func() time.Time
-	start    time.Time
-	headerAt time.Time
+	// strip, when set, removes the upstream's Set-Cookie fields for the
+	// session cookie, and setCookie is floodgate's own, added after:
+	// both when the final header is written, whoever writes it.
+	strip     func(http.Header)
+	setCookie string
+	code      int
+	own       bool // floodgate answered (upstream failure)
+	bytes     int64
+	route     *routeSettings
+	now       func() time.Time
+	start     time.Time
+	headerAt  time.Time
 }
 
 func (w *statusWriter) reset(rw http.ResponseWriter) {
@@ -651,6 +659,13 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	if code == 499 {
 		return
+	}
+	if w.strip != nil {
+		h := w.ResponseWriter.Header()
+		w.strip(h)
+		if w.setCookie != "" {
+			h["Set-Cookie"] = append(h["Set-Cookie"], w.setCookie)
+		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }

@@ -124,18 +124,23 @@ func (s *sessions) verify(r *http.Request, req *rules.Request, count bool) {
 
 // maybeIssue gives a request without a valid session a new one when
 // sessions.issue_when holds and its address is within
-// sessions.per_ip.max_new. ipKey is the client's grouped address.
-func (s *sessions) maybeIssue(w http.ResponseWriter, req *rules.Request, ipKey string) {
+// sessions.per_ip.max_new: it returns the Set-Cookie value, or "". buf is
+// scratch space for the client's grouped address.
+func (s *sessions) maybeIssue(req *rules.Request, buf *[]byte) string {
 	if req.SessionValid || !s.issueWhen.Holds(req) {
-		return
+		return ""
 	}
-	if !s.tracker.Allow(ipKey) {
+	*buf = req.ClientPrefix.AppendTo((*buf)[:0])
+	if !s.tracker.Allow(string(*buf)) {
 		s.metrics.Refused.Inc()
-		return
+		return ""
 	}
-	if _, err := s.m.Issue(w); err == nil {
-		s.metrics.Issued.Inc()
+	_, c, err := s.m.New()
+	if err != nil {
+		return ""
 	}
+	s.metrics.Issued.Inc()
+	return c.String()
 }
 
 // apiClient is a known API client.

@@ -212,17 +212,26 @@ func (m *Manager) decode(val string) (string, error) {
 // signed cookie on w and returns the id (unpadded base64url, 22
 // characters). It fails only if the system's random source does.
 func (m *Manager) Issue(w http.ResponseWriter) (id string, err error) {
-	var raw [idLen]byte
-	if _, err := rand.Read(raw[:]); err != nil {
-		return "", fmt.Errorf("session: draw id: %w", err)
-	}
-	id = idEncoding.EncodeToString(raw[:])
-	c := m.Cookie(id)
-	if c == nil {
-		return "", errors.New("session: sign cookie failed")
+	id, c, err := m.New()
+	if err != nil {
+		return "", err
 	}
 	http.SetCookie(w, c)
 	return id, nil
+}
+
+// New draws a new session as Issue does and returns its id and cookie,
+// for a caller that sets the cookie itself.
+func (m *Manager) New() (id string, c *http.Cookie, err error) {
+	var raw [idLen]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return "", nil, fmt.Errorf("session: draw id: %w", err)
+	}
+	id = idEncoding.EncodeToString(raw[:])
+	if c = m.Cookie(id); c == nil {
+		return "", nil, errors.New("session: sign cookie failed")
+	}
+	return id, c, nil
 }
 
 // Cookie returns the signed cookie for session id, issued now, with
