@@ -4,6 +4,11 @@ package forward
 
 import "net"
 
-// alive cannot tell without a peek this platform lacks: a closed pooled
-// connection is found when a request is sent on it.
-func alive(net.Conn) bool { return true }
+// peeker cannot look at a connection on this platform: connections are
+// then never reused (conn.alive), so no stale or unsolicited response can
+// be taken for another request's.
+type peeker struct{}
+
+func newPeeker(net.Conn) *peeker { return nil }
+
+func (*peeker) alive() bool { return false }

@@ -7,26 +7,43 @@ import (
 	"syscall"
 )
 
-// alive peeks at nc without blocking: an idle connection to an upstream
-// has nothing to read, so end of file or data mean it cannot be used.
-func alive(nc net.Conn) bool {
+// peeker looks at a connection without blocking or consuming: an idle
+// connection to an upstream has nothing to read, so end of file or data
+// mean it cannot carry another request. Its callback is made once, so a
+// peek allocates nothing.
+type peeker struct {
+	rc syscall.RawConn
+	ok bool
+	b  [1]byte
+	fn func(fd uintptr) bool
+}
+
+func newPeeker(nc net.Conn) *peeker {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
-		return true
+		return nil
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return false
+		return nil
 	}
-	ok = false
-	var b [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	p := &peeker{rc: rc}
+	p.fn = func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		for err == syscall.EINTR {
-			_, _, err = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			_, _, err = syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		}
-		ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		p.ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 		return true // never wait: returning false would block until readable
-	})
-	return err == nil && ok
+	}
+	return p
+}
+
+// alive reports whether nothing is waiting on the connection and it is
+// open. Calls must not overlap (a connection is used by one request at a
+// time).
+func (p *peeker) alive() bool {
+	p.ok = false
+	err := p.rc.Read(p.fn)
+	return err == nil && p.ok
 }

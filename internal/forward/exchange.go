@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -436,22 +435,20 @@ func (x *exchange) readHead() (none bool, err error) {
 func (x *exchange) inform() {
 	h := &x.c.head
 	dst := x.w.Header()
-	var added []string
+	added := map[string]bool{} // 1xx responses are rare: a map keeps this linear
 	for _, f := range h.fields {
 		name := string(h.name(f))
 		if hopByHop(name) {
 			continue
 		}
-		if _, ok := dst[name]; ok && !slices.Contains(added, name) {
+		if _, ok := dst[name]; ok && !added[name] {
 			continue
 		}
-		if !slices.Contains(added, name) {
-			added = append(added, name)
-		}
+		added[name] = true
 		dst[name] = append(dst[name], string(h.value(f)))
 	}
 	x.w.WriteHeader(h.status)
-	for _, k := range added {
+	for k := range added {
 		delete(dst, k)
 	}
 }
@@ -474,6 +471,10 @@ func (x *exchange) copyHeader(fr *framing) {
 			c.lastBlock = block
 		}
 	}
+	var connTokens map[string]struct{}
+	if fr.connList {
+		connTokens = h.connectionTokens()
+	}
 	vals := make([]string, len(h.fields))
 	j := 0
 	for _, f := range h.fields {
@@ -485,9 +486,11 @@ func (x *exchange) copyHeader(fr *framing) {
 				dst["Trailer"] = append(dst["Trailer"], v)
 			}
 			continue
-		case fr.connList && h.listedInConnection(name):
+		case connTokens != nil && inTokens(connTokens, name):
 			continue
-		case fr.chunked && name == "Content-Length":
+		case name == "Content-Length" && (fr.chunked || len(dst["Content-Length"]) > 0):
+			// Dropped under chunked; framing has checked that repeated
+			// values agree, and one is passed on.
 			continue
 		}
 		if old, ok := dst[name]; ok {
@@ -498,6 +501,39 @@ func (x *exchange) copyHeader(fr *framing) {
 		dst[name] = vals[j : j+1 : j+1]
 		j++
 	}
+}
+
+// connectionTokens returns the field names h's Connection fields list,
+// lower case.
+func (h *head) connectionTokens() map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, f := range h.fields {
+		if string(h.name(f)) == "Connection" {
+			for t := range tokens(h.value(f)) {
+				m[strings.ToLower(string(t))] = struct{}{}
+			}
+		}
+	}
+	return m
+}
+
+// inTokens reports whether the canonical field name is in m.
+func inTokens(m map[string]struct{}, name string) bool {
+	var buf [64]byte
+	if len(name) > len(buf) {
+		_, ok := m[strings.ToLower(name)]
+		return ok
+	}
+	b := buf[:len(name)]
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	_, ok := m[string(b)]
+	return ok
 }
 
 // listedInConnection reports whether a Connection field of h lists name.
@@ -770,6 +806,12 @@ func (x *exchange) done(reusable bool) {
 		reusable = reusable && ok && res.werr == nil && res.rerr == nil
 	}
 	x.release()
+	// Nothing may follow a complete response: bytes already buffered are
+	// an upstream's extra response (a body on a HEAD, a short
+	// Content-Length), which the next client would get. Bytes still in
+	// the socket are found by the peek before the connection's next use
+	// (pool.get), which is the check that matters: one system call per
+	// reuse rather than two.
 	if reusable && x.c.br.Buffered() == 0 {
 		x.f.pool.put(x.c)
 	} else {

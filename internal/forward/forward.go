@@ -222,7 +222,9 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for attempt := 0; ; attempt++ {
 		var c *conn
 		if attempt == 0 {
-			c = f.pool.get(now, !replayable)
+			// Every pooled connection is checked before use: unread bytes
+			// on it would be taken for this request's response.
+			c = f.pool.get(now, true)
 		}
 		if c == nil {
 			var err error

@@ -302,8 +302,18 @@ func (h *head) framing(method string) (framing, error) {
 			ct = i
 		}
 	}
+	if te >= 0 && cl >= 0 {
+		// Both framings: a classic desync signal. Whatever the body
+		// turns out to be, the connection is not trusted with another
+		// request (RFC 9112 §6.3).
+		fr.close = true
+	}
 	if h.minor == 0 {
-		// HTTP/1.0 knows no chunking and closes unless asked not to.
+		// HTTP/1.0 knows no chunking and closes unless asked not to; a
+		// Transfer-Encoding from it is not trusted to frame anything.
+		if te >= 0 {
+			fr.close = true
+		}
 		te, fr.close = -1, fr.close || !keepAlive
 	}
 	if method == "HEAD" || h.status < 200 || h.status == 204 || h.status == 304 {

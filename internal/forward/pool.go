@@ -42,13 +42,16 @@ type conn struct {
 	// nanoseconds: 0 when not awaited, -1 until the request body's
 	// goroutine has written the body.
 	headDeadline atomic.Int64
+
+	peek *peeker // nil where the platform cannot peek: never reused
 }
 
 func newConn(nc net.Conn) *conn {
 	return &conn{
-		nc: nc,
-		br: bufio.NewReaderSize(nc, readBufferSize),
-		bw: bufio.NewWriterSize(nc, writeBufferSize),
+		nc:   nc,
+		br:   bufio.NewReaderSize(nc, readBufferSize),
+		bw:   bufio.NewWriterSize(nc, writeBufferSize),
+		peek: newPeeker(nc),
 	}
 }
 
@@ -105,9 +108,10 @@ func (p *pool) get(now time.Time, check bool) *conn {
 	}
 }
 
-// alive reports whether the upstream has not closed c (nor sent anything
-// unasked on it).
-func (c *conn) alive() bool { return alive(c.nc) }
+// alive reports whether the upstream has not closed c nor sent anything
+// unasked on it: only then may c carry another request. Where the
+// platform cannot peek, it is never reused.
+func (c *conn) alive() bool { return c.peek != nil && c.peek.alive() }
 
 // put pools c, which has no request in progress, or closes it when the
 // pool is full.

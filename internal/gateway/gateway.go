@@ -657,8 +657,8 @@ func (w *statusWriter) WriteHeader(code int) {
 			w.headerAt = w.now()
 		}
 	}
-	if code == 499 {
-		return
+	if code == 499 && w.own {
+		return // floodgate's mark for "the client went away": nothing to send
 	}
 	if w.strip != nil {
 		h := w.ResponseWriter.Header()
