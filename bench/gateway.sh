@@ -29,7 +29,9 @@
 #   RATE latency's requests/s [1000]  LAT_DURATION [10s]  LAT_CONNS [16]
 #   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
 #   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4,
-#     fwdproxy +5
+#     fwdproxy +5, h1front +6 (the last two are measurement aids, not in the default TARGETS:
+#     bench/fwdproxy is the forwarder alone, bench/h1front the gateway behind a minimal
+#     HTTP/1.1 loop instead of net/http's server)
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
 #   LATENCY [1]: 0 skips the latency measurement
 #   CPUPROFILE: run floodgate under bench/gwprof, which writes a CPU profile
@@ -56,7 +58,7 @@ targets=(${TARGETS:-direct floodgate nginx_limit_req haproxy revproxy})
 up_port=$((base + 1))
 declare -A port=(
 	[direct]=$up_port [floodgate]=$base [nginx_limit_req]=$((base + 2))
-	[haproxy]=$((base + 3)) [revproxy]=$((base + 4)) [fwdproxy]=$((base + 5))
+	[haproxy]=$((base + 3)) [revproxy]=$((base + 4)) [fwdproxy]=$((base + 5)) [h1front]=$((base + 6))
 )
 admin_port=$((base + 10))
 
@@ -114,6 +116,7 @@ wait_up() {
 go build -o "$dir/floodgate" ./cmd/floodgate
 go build -o "$dir/revproxy" ./bench/revproxy
 go build -o "$dir/fwdproxy" ./bench/fwdproxy
+go build -o "$dir/h1front" ./bench/h1front
 go build -o "$dir/latency" ./bench/latency
 fg=("$dir/floodgate")
 if [ -n "${CPUPROFILE:-}" ]; then
@@ -153,6 +156,11 @@ for t in "${targets[@]}"; do
 	fwdproxy)
 		GOMAXPROCS=1 "$dir/fwdproxy" -listen "127.0.0.1:${port[$t]}" -upstream "http://127.0.0.1:$up_port" \
 			>"$dir/fwdproxy.log" 2>&1 &
+		pids+=($!)
+		;;
+	h1front)
+		FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
+			"$dir/h1front" -listen "127.0.0.1:${port[$t]}" -config bench/mavedb-bench.yaml >"$dir/h1front.log" 2>&1 &
 		pids+=($!)
 		;;
 	*)
