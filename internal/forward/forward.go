@@ -179,22 +179,31 @@ func newReverseProxy(u *url.URL, o Options, d *net.Dialer) *httputil.ReverseProx
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 	}
 	return &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = u.Scheme
-			pr.Out.URL.Host = u.Host
-			pr.Out.URL.Path = joinPath(u.Path, pr.In.URL.Path)
-			if pr.In.URL.RawPath != "" {
-				pr.Out.URL.RawPath = joinPath(u.EscapedPath(), pr.In.URL.RawPath)
-			} else {
-				pr.Out.URL.RawPath = ""
-			}
-			pr.Out.Host = ""
-			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
-			pr.SetXForwarded()
-		},
+		Rewrite:      Rewrite(u),
 		Transport:    tr,
-		BufferPool:   bufferPool{},
+		BufferPool:   BufferPool{},
 		ErrorHandler: o.OnError,
+	}
+}
+
+// Rewrite returns the httputil.ReverseProxy rewrite that does what a
+// Forwarder does to a request: the target's scheme, host and base path,
+// the Host of the target, and X-Forwarded-For/-Host/-Proto set from the
+// inbound request, whose X-Forwarded-For the caller has already reduced
+// to what trusted proxies added.
+func Rewrite(u *url.URL) func(*httputil.ProxyRequest) {
+	return func(pr *httputil.ProxyRequest) {
+		pr.Out.URL.Scheme = u.Scheme
+		pr.Out.URL.Host = u.Host
+		pr.Out.URL.Path = joinPath(u.Path, pr.In.URL.Path)
+		if pr.In.URL.RawPath != "" {
+			pr.Out.URL.RawPath = joinPath(u.EscapedPath(), pr.In.URL.RawPath)
+		} else {
+			pr.Out.URL.RawPath = ""
+		}
+		pr.Out.Host = ""
+		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
+		pr.SetXForwarded()
 	}
 }
 
@@ -292,10 +301,14 @@ const copyBufferSize = 32 << 10
 
 var buffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
 
-type bufferPool struct{}
+// BufferPool is an httputil.BufferPool of the forwarder's copy buffers.
+type BufferPool struct{}
 
-func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
-func (bufferPool) Put(b []byte) { buffers.Put(&b) }
+// Get returns a buffer of copyBufferSize bytes.
+func (BufferPool) Get() []byte { return *buffers.Get().(*[]byte) }
+
+// Put returns b to the pool.
+func (BufferPool) Put(b []byte) { buffers.Put(&b) }
 
 // timeoutError is a net.Error whose Timeout is true.
 type timeoutError struct{ msg string }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"sync"
 	"syscall"
 	"time"
 
@@ -106,9 +105,6 @@ type UpstreamOptions struct {
 	MaxIdleConnsPerHost int
 	// OnError answers failed requests (502/504); required.
 	OnError ErrorFunc
-	// ModifyResponse, if set, may edit upstream responses (headers) before
-	// they are copied to the client.
-	ModifyResponse func(*http.Response) error
 	// WrapTransport, if set, wraps the pooled transport, e.g. to add the
 	// gateway's own credentials (upstreamauth.Transport).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
@@ -130,20 +126,8 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 	if o.ResponseHeaderTimeout <= 0 {
 		o.ResponseHeaderTimeout = 30 * time.Second
 	}
-	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
-	tr := &http.Transport{
-		Proxy:                 nil, // never an environment proxy: upstreams are addressed directly
-		DialContext:           dialer.DialContext,
-		MaxIdleConns:          o.MaxIdleConnsPerHost * 4,
-		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
-		ForceAttemptHTTP2:     u.Scheme == "https",
-	}
-	up := &Upstream{Name: name, URL: u, transport: tr}
-	if u.Scheme == "http" && o.WrapTransport == nil && o.ModifyResponse == nil {
+	up := &Upstream{Name: name, URL: u}
+	if u.Scheme == "http" && o.WrapTransport == nil {
 		// The lean forwarder: one goroutine per request, few allocations
 		// (docs/benchmarks.md). It hands what it does not do itself
 		// (upgrades, Expect, trailers) to a ReverseProxy of its own.
@@ -156,46 +140,38 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 			return up
 		}
 	}
-	var rt http.RoundTripper = tr
+	// https, or floodgate's own credentials (a RoundTripper): a
+	// ReverseProxy over a pooled transport, rewriting as the forwarder does.
+	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
+	up.transport = &http.Transport{
+		Proxy:                 nil, // never an environment proxy: upstreams are addressed directly
+		DialContext:           dialer.DialContext,
+		MaxIdleConns:          o.MaxIdleConnsPerHost * 4,
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+		ForceAttemptHTTP2:     u.Scheme == "https",
+	}
+	var rt http.RoundTripper = up.transport
 	if o.WrapTransport != nil {
-		rt = o.WrapTransport(tr)
+		rt = o.WrapTransport(up.transport)
 	}
 	up.Handler = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme = u.Scheme
-			pr.Out.URL.Host = u.Host
-			pr.Out.URL.Path = joinPath(u.Path, pr.In.URL.Path)
-			if pr.In.URL.RawPath != "" {
-				pr.Out.URL.RawPath = joinPath(u.EscapedPath(), pr.In.URL.RawPath)
-			} else {
-				pr.Out.URL.RawPath = ""
-			}
-			pr.Out.Host = ""
-			pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
-			pr.SetXForwarded()
-		},
-		Transport:      rt,
-		BufferPool:     bufferPool{},
-		ErrorHandler:   o.OnError,
-		ModifyResponse: o.ModifyResponse,
-		ErrorLog:       nil,
+		Rewrite:      forward.Rewrite(u),
+		Transport:    rt,
+		BufferPool:   forward.BufferPool{},
+		ErrorHandler: o.OnError,
 	}
 	return up
 }
 
-func joinPath(base, p string) string {
-	if base == "" || base == "/" {
-		return p
-	}
-	if base[len(base)-1] == '/' {
-		base = base[:len(base)-1]
-	}
-	return base + p
-}
-
 // CloseIdle closes the upstream's idle keep-alive connections.
 func (u *Upstream) CloseIdle() {
-	u.transport.CloseIdleConnections()
+	if u.transport != nil {
+		u.transport.CloseIdleConnections()
+	}
 	if u.fwd != nil {
 		u.fwd.CloseIdle()
 	}
@@ -225,10 +201,3 @@ func Classify(err error) Class {
 	}
 	return Unreachable
 }
-
-type bufferPool struct{}
-
-var buffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-func (bufferPool) Get() []byte  { return *buffers.Get().(*[]byte) }
-func (bufferPool) Put(b []byte) { buffers.Put(&b) }
