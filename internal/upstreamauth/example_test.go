@@ -22,13 +22,8 @@ func Example() {
 	}))
 	defer api.Close()
 
-	env := map[string]string{"API_CLIENT_ID": "frontend", "API_CLIENT_SECRET": "s3cret"}
-	id, secret, err := upstreamauth.Required("production", func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil {
-		panic(err)
-	}
 	tokenURL, _ := upstreamauth.TokenURL(api.URL)
-	src, err := upstreamauth.New(upstreamauth.Options{TokenURL: tokenURL, ClientID: id, ClientSecret: secret})
+	src, err := upstreamauth.New(upstreamauth.Options{TokenURL: tokenURL, ClientID: "frontend", ClientSecret: "s3cret"})
 	if err != nil {
 		panic(err)
 	}
@@ -47,10 +42,7 @@ func Example() {
 	fmt.Println(string(body))
 	fmt.Println(len(resp.Header.Values("Set-Cookie")))
 
-	_, _, err = upstreamauth.Required("production", func(string) (string, bool) { return "", false })
-	fmt.Println(err)
 	// Output:
 	// auth="Bearer t0k" cookie=""
 	// 0
-	// upstreamauth: environment "production" needs API_CLIENT_ID and API_CLIENT_SECRET for the API upstream; only "development" may run unauthenticated
 }

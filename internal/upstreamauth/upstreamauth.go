@@ -389,7 +389,7 @@ func SanitizeResponse(h http.Header) {
 // It sends a copy of each request with SanitizeRequest applied and, when
 // Source is not nil, the bearer token; it applies SanitizeResponse to each
 // response and calls Source.Invalidate on a 401. A nil Source means
-// unauthenticated (development only, see Required). If no token can be
+// unauthenticated (a development setting: config upstreams.NAME.auth.optional). If no token can be
 // had, RoundTrip fails without contacting the upstream.
 type Transport struct {
 	Source *Source
@@ -426,54 +426,4 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		t.Source.Invalidate(tok)
 	}
 	return resp, nil
-}
-
-// Development is the environment in which missing credentials mean
-// "unauthenticated" rather than an error.
-const Development = "development"
-
-// Required reads API_CLIENT_ID and API_CLIENT_SECRET through lookup (e.g.
-// os.LookupEnv). Empty or blank values count as missing. In the
-// Development environment, both missing returns empty credentials and no
-// error: the gateway then runs unauthenticated. Any other case with a
-// missing variable is an error naming it, including one of the two set
-// without the other in Development (a half-configured credential is a
-// mistake, not a request for unauthenticated access). The error never
-// contains a value.
-func Required(env string, lookup func(string) (string, bool)) (id, secret string, err error) {
-	get := func(name string) string {
-		v, _ := lookup(name)
-		if strings.TrimSpace(v) == "" {
-			return ""
-		}
-		return v
-	}
-	id, secret = get("API_CLIENT_ID"), get("API_CLIENT_SECRET")
-	var missing []string
-	if id == "" {
-		missing = append(missing, "API_CLIENT_ID")
-	}
-	if secret == "" {
-		missing = append(missing, "API_CLIENT_SECRET")
-	}
-	switch {
-	case len(missing) == 0:
-		return id, secret, nil
-	case len(missing) == 2 && env == Development:
-		return "", "", nil
-	case env == Development:
-		return "", "", fmt.Errorf("upstreamauth: %s is set but %s is not; set both, or neither to run unauthenticated in %q",
-			otherOf(missing[0]), missing[0], Development)
-	default:
-		return "", "", fmt.Errorf("upstreamauth: environment %q needs %s for the API upstream; only %q may run unauthenticated",
-			env, strings.Join(missing, " and "), Development)
-	}
-}
-
-// otherOf returns the credential variable that is not name.
-func otherOf(name string) string {
-	if name == "API_CLIENT_ID" {
-		return "API_CLIENT_SECRET"
-	}
-	return "API_CLIENT_ID"
 }

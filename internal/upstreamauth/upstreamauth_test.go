@@ -482,57 +482,6 @@ func TestTokenURL(t *testing.T) {
 	}
 }
 
-func TestRequired(t *testing.T) {
-	env := func(kv ...string) func(string) (string, bool) {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-	}
-	tests := []struct {
-		name       string
-		env        string
-		lookup     func(string) (string, bool)
-		id, secret string
-		errHas     []string // empty: no error
-		errHasNot  []string
-	}{
-		{name: "production set", env: "production", lookup: env("API_CLIENT_ID", "id", "API_CLIENT_SECRET", "sec"), id: "id", secret: "sec"},
-		{name: "development set", env: "development", lookup: env("API_CLIENT_ID", "id", "API_CLIENT_SECRET", "sec"), id: "id", secret: "sec"},
-		{name: "development none", env: "development", lookup: env()},
-		{name: "development blank", env: "development", lookup: env("API_CLIENT_ID", " ", "API_CLIENT_SECRET", "")},
-		{name: "production none", env: "production", lookup: env(), errHas: []string{`"production"`, "API_CLIENT_ID and API_CLIENT_SECRET"}},
-		{name: "staging no id", env: "staging", lookup: env("API_CLIENT_SECRET", "sec"), errHas: []string{`"staging"`, "API_CLIENT_ID"}, errHasNot: []string{"API_CLIENT_SECRET", "sec"}},
-		{name: "production no secret", env: "production", lookup: env("API_CLIENT_ID", "theid"), errHas: []string{"API_CLIENT_SECRET"}, errHasNot: []string{"API_CLIENT_ID", "theid"}},
-		{name: "empty env name", env: "", lookup: env(), errHas: []string{"API_CLIENT_ID"}},
-		{name: "development half", env: "development", lookup: env("API_CLIENT_ID", "theid"), errHas: []string{"API_CLIENT_SECRET is not"}, errHasNot: []string{"theid"}},
-	}
-	for _, tt := range tests {
-		id, secret, err := Required(tt.env, tt.lookup)
-		if len(tt.errHas) == 0 {
-			if err != nil || id != tt.id || secret != tt.secret {
-				t.Errorf("%s: Required = %q, %q, %v; want %q, %q, nil", tt.name, id, secret, err, tt.id, tt.secret)
-			}
-			continue
-		}
-		if err == nil || id != "" || secret != "" {
-			t.Errorf("%s: Required = %q, %q, %v; want an error", tt.name, id, secret, err)
-			continue
-		}
-		for _, s := range tt.errHas {
-			if !strings.Contains(err.Error(), s) {
-				t.Errorf("%s: error %q does not contain %q", tt.name, err, s)
-			}
-		}
-		for _, s := range tt.errHasNot {
-			if strings.Contains(err.Error(), s) {
-				t.Errorf("%s: error %q contains %q", tt.name, err, s)
-			}
-		}
-	}
-}
-
 // assertClean fails if s shows the client secret in any common encoding.
 func assertClean(t *testing.T, what, s string) {
 	t.Helper()
