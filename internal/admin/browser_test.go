@@ -23,7 +23,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -32,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floodgate/floodgate/internal/browsertest"
 	"github.com/floodgate/floodgate/internal/cli"
 	"github.com/floodgate/floodgate/internal/config"
 )
@@ -42,24 +42,6 @@ const (
 	mavedbExample = "../../examples/mavedb.yaml"
 	docScreenshot = "../../docs/img/dashboard.png"
 )
-
-func chromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("FLOODGATE_CHROMIUM"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("FLOODGATE_SKIP_BROWSER") == "1" {
-		t.Skip("chromium is not installed and FLOODGATE_SKIP_BROWSER=1: skipping the dashboard's browser check")
-	}
-	t.Fatal("chromium is not installed: install it (Debian: apt-get install -y chromium), name it with " +
-		"FLOODGATE_CHROMIUM, or set FLOODGATE_SKIP_BROWSER=1 to skip the browser check")
-	return ""
-}
 
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -89,7 +71,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestDashboardInChromium(t *testing.T) {
-	browser := chromium(t)
+	browsertest.Path(t) // before starting anything: no browser, no test
 
 	// The MaveDB API: answers every request at once.
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -168,24 +150,7 @@ func TestDashboardInChromium(t *testing.T) {
 	shot := filepath.Join(dir, "dashboard.png")
 	run := func(args ...string) string {
 		t.Helper()
-		base := []string{
-			"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-			"--disable-background-networking", "--disable-component-update", "--disable-sync",
-			"--disable-extensions", "--disable-default-apps", "--mute-audio", "--hide-scrollbars",
-			"--user-data-dir=" + filepath.Join(dir, "profile"),
-			"--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
-			"--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>;127.0.0.1",
-			"--window-size=1280,1600", "--force-device-scale-factor=1",
-		}
-		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer ccancel()
-		cmd := exec.CommandContext(cctx, browser, append(base, args...)...)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: %v\nstderr:\n%s", browser, err, errb.String())
-		}
-		return out.String()
+		return browsertest.Run(t, dir, append([]string{"--window-size=1280,1600", "--force-device-scale-factor=1"}, args...)...)
 	}
 	dom := run("--dump-dom", url)
 

@@ -6,15 +6,14 @@ import (
 	"flag"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/floodgate/floodgate/internal/browsertest"
 	"github.com/floodgate/floodgate/internal/logs"
 	"github.com/floodgate/floodgate/internal/logs/baseline"
 	"github.com/floodgate/floodgate/internal/logs/replay"
@@ -160,18 +159,8 @@ func TestEscaping(t *testing.T) {
 // TestHTMLInChromium opens a replay report in headless Chromium, with
 // name resolution and proxies pointed nowhere so that nothing can be
 // fetched, takes a screenshot and looks for the charts' colours in it. It
-// needs the Debian package chromium; without it the test is skipped.
+// needs Chromium (package browsertest: scripts/test installs it).
 func TestHTMLInChromium(t *testing.T) {
-	browser := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			browser = p
-			break
-		}
-	}
-	if browser == "" {
-		t.Skip("no chromium: install the Debian package chromium to run this test")
-	}
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var buf bytes.Buffer
@@ -182,17 +171,7 @@ func TestHTMLInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(dir, "report.png")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-		"--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--disable-dev-shm-usage", "--user-data-dir="+filepath.Join(dir, "profile"),
-		"--host-resolver-rules=MAP * ~NOTFOUND", "--proxy-server=127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-		"--window-size=1000,2600", "--hide-scrollbars", "--screenshot="+shot, "file://"+page)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("chromium: %v\n%s", err, out)
-	}
+	out := browsertest.Run(t, dir, "--window-size=1000,2600", "--screenshot="+shot, "file://"+page)
 	f, err := os.Open(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v\n%s", err, out)
@@ -234,7 +213,7 @@ func TestHTMLInChromium(t *testing.T) {
 			t.Logf("screenshot kept at %s", keep)
 		}
 	}
-	t.Logf("%s: %dx%d, %d colours, chart pixels %v", filepath.Base(browser), b.Dx(), b.Dy(), len(distinct), counts)
+	t.Logf("%dx%d, %d colours, chart pixels %v", b.Dx(), b.Dy(), len(distinct), counts)
 }
 
 func near(a, b uint8) bool {
