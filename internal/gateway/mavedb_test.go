@@ -171,10 +171,12 @@ func (h *harness) repeat(n int, method, path, ip string, hdr ...string) map[int]
 // metric returns the value of one exposition line such as
 // `floodgate_rule_decisions_total{decision="blocked",rule="rate-limit-ip"}`
 // scraped from /metrics, or -1 when the series is absent.
-func (h *harness) metric(series string) float64 {
-	h.t.Helper()
+func (h *harness) metric(series string) float64 { return scrape(h.admin, series) }
+
+// scrape reads one series from an admin handler's /metrics, or -1.
+func scrape(admin http.Handler, series string) float64 {
 	rec := httptest.NewRecorder()
-	h.admin.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	admin.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	for _, line := range strings.Split(rec.Body.String(), "\n") {
 		if rest, ok := strings.CutPrefix(line, series+" "); ok {
 			var v float64

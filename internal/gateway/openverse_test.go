@@ -215,19 +215,7 @@ func (h *ovHarness) setMode(mode string) {
 	}
 }
 
-func (h *ovHarness) metric(series string) float64 {
-	h.t.Helper()
-	rec := httptest.NewRecorder()
-	h.admin.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, line := range strings.Split(rec.Body.String(), "\n") {
-		if rest, ok := strings.CutPrefix(line, series+" "); ok {
-			var v float64
-			fmt.Sscan(rest, &v)
-			return v
-		}
-	}
-	return -1
-}
+func (h *ovHarness) metric(series string) float64 { return scrape(h.admin, series) }
 
 // TestOpenverseFirstPageLoad: the first page load gets ovSession with
 // HttpOnly, Secure, SameSite=Lax and a max age; the frontend's own cookie
