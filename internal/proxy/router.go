@@ -81,9 +81,6 @@ func Match(pt config.Pattern, path string, p *Params) bool {
 	return false
 }
 
-// Expand renders a rewrite template with the match's parameters.
-func Expand(t config.Template, p *Params) string { return (&Route{Rewrite: t}).Expand(p) }
-
 // Expand renders the route's rewrite with the match's parameters, mapped
 // through Values where the route has them.
 func (r *Route) Expand(p *Params) string {

@@ -100,7 +100,7 @@ func TestExpand(t *testing.T) {
 	if !Match(pt, "/api/image/related/42", &p) {
 		t.Fatal("no match")
 	}
-	if got, want := Expand(tmpl, &p), "/v1/images/42/related/"; got != want {
+	if got, want := (&Route{Rewrite: tmpl}).Expand(&p), "/v1/images/42/related/"; got != want {
 		t.Errorf("Expand = %q, want %q", got, want)
 	}
 }
