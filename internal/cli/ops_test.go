@@ -27,22 +27,66 @@ type gatewayProc struct {
 
 func startServe(t *testing.T, yaml string, extra ...string) *gatewayProc {
 	t.Helper()
-	g := &gatewayProc{t: t, pub: freeAddr(t), adm: freeAddr(t), done: make(chan int, 1), stderr: &lockedBuffer{}}
+	g := &gatewayProc{t: t}
 	g.conf = filepath.Join(t.TempDir(), "floodgate.yaml")
 	g.write(yaml)
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
-	env := environ{lookup: func(k string) (string, bool) {
-		v, ok := map[string]string{"PUB": g.pub, "ADM": g.adm}[k]
-		return v, ok
-	}, stdout: io.Discard, stderr: g.stderr}
-	go func() { g.done <- run1(ctx, env, append([]string{"serve", "--config", g.conf}, extra...)) }()
-	waitFor(t, "http://"+g.adm+"/healthz")
-	t.Cleanup(func() {
-		cancel()
-		<-g.done
-	})
+	g.launch(func() map[string]string { return map[string]string{"PUB": g.pub, "ADM": g.adm} },
+		append([]string{"serve", "--config", g.conf}, extra...))
 	return g
+}
+
+// launch runs args in-process on two free loopback addresses (g.pub,
+// g.adm; vars names them to the configuration) until /healthz answers.
+// Free ports are found by binding and closing, so another test may take
+// one before serve binds it: then serve exits with "address already in
+// use", and launch tries again on new ones, three times at most. Any other
+// early exit fails the test with serve's log.
+func (g *gatewayProc) launch(vars func() map[string]string, args []string) {
+	g.t.Helper()
+	for attempt := 1; ; attempt++ {
+		g.pub, g.adm = freeAddr(g.t), freeAddr(g.t)
+		g.done, g.stderr = make(chan int, 1), &lockedBuffer{}
+		ctx, cancel := context.WithCancel(context.Background())
+		g.cancel = cancel
+		vs := vars()
+		env := environ{lookup: func(k string) (string, bool) { v, ok := vs[k]; return v, ok }, stdout: io.Discard, stderr: g.stderr}
+		done := g.done
+		go func() { done <- run1(ctx, env, args) }()
+		code, up := waitServing(g.adm, done)
+		if up {
+			g.t.Cleanup(func() {
+				cancel()
+				<-done
+			})
+			return
+		}
+		cancel()
+		if code >= 0 && strings.Contains(g.stderr.String(), "address already in use") && attempt < 3 {
+			continue
+		}
+		if code < 0 {
+			<-done
+		}
+		g.t.Fatalf("floodgate %s never answered on %s (exit %d); log:\n%s", args[0], g.adm, code, g.stderr.String())
+	}
+}
+
+// waitServing polls http://adm/healthz until it answers (true), the
+// process ends (its exit code), or 10 s pass (-1).
+func waitServing(adm string, done <-chan int) (code int, up bool) {
+	for range 500 {
+		select {
+		case code := <-done:
+			return code, false
+		default:
+		}
+		if resp, err := http.Get("http://" + adm + "/healthz"); err == nil {
+			resp.Body.Close()
+			return 0, true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return -1, false
 }
 
 func (g *gatewayProc) write(yaml string) {

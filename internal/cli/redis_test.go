@@ -19,21 +19,13 @@ import (
 // URL` in-process, behind a trusted proxy, in front of upstream.
 func startMaveDB(t *testing.T, store, upstream string, extra ...string) *gatewayProc {
 	t.Helper()
-	g := &gatewayProc{t: t, pub: freeAddr(t), adm: freeAddr(t), done: make(chan int, 1), stderr: &lockedBuffer{}}
-	vars := map[string]string{
-		"FLOODGATE_LISTEN": g.pub, "FLOODGATE_ADMIN_LISTEN": g.adm, "FLOODGATE_UPSTREAM": upstream,
-		"FLOODGATE_TRUSTED_PROXIES": "127.0.0.0/8",
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	g.cancel = cancel
-	env := environ{lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, stdout: io.Discard, stderr: g.stderr}
-	args := append([]string{"serve", "--config", "../../examples/mavedb.yaml", "--store", store, "--no-watch"}, extra...)
-	go func() { g.done <- run1(ctx, env, args) }()
-	waitFor(t, "http://"+g.adm+"/healthz")
-	t.Cleanup(func() {
-		cancel()
-		<-g.done
-	})
+	g := &gatewayProc{t: t}
+	g.launch(func() map[string]string {
+		return map[string]string{
+			"FLOODGATE_LISTEN": g.pub, "FLOODGATE_ADMIN_LISTEN": g.adm, "FLOODGATE_UPSTREAM": upstream,
+			"FLOODGATE_TRUSTED_PROXIES": "127.0.0.0/8",
+		}
+	}, append([]string{"serve", "--config", "../../examples/mavedb.yaml", "--store", store, "--no-watch"}, extra...))
 	return g
 }
 
