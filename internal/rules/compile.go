@@ -78,6 +78,8 @@ type Rule struct {
 	ConfigIndex int
 
 	when      cel.Program       // nil: always
+	whenSrc   string            // when's source, trimmed
+	whenSlot  int               // rules with the same when share a slot (< 64), evaluated once a request; -1: none
 	countWhen cel.Program       // nil: every request counts
 	deferred  bool              // counted after the response (count_when or a cost)
 	scale     int64             // store units per cost unit (1000 for upstream_seconds: ms)
@@ -173,7 +175,31 @@ func Compile(f *config.File) (*Set, config.Problems) {
 			set.Rules = append(set.Rules, r)
 		}
 	}
+	shareConditions(set.Rules)
 	return set, problems
+}
+
+// shareConditions gives rules with the same condition (MaveDB's three
+// CSV rules, the rules of a plan) one slot, so that it is evaluated once a
+// request however many rules it guards. 64 slots: a set with more
+// distinct conditions evaluates the rest every time.
+func shareConditions(rules []*Rule) {
+	slots := map[string]int{}
+	for _, r := range rules {
+		r.whenSlot = -1
+		if r.when == nil {
+			continue
+		}
+		slot, ok := slots[r.whenSrc]
+		if !ok {
+			if len(slots) == 64 {
+				continue
+			}
+			slot = len(slots)
+			slots[r.whenSrc] = slot
+		}
+		r.whenSlot = slot
+	}
 }
 
 // compileRule compiles rule i of f, rc (which may differ from
@@ -197,7 +223,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, i int, rc config.Rule) (
 		if err != nil {
 			problems = append(problems, f.Problem(path+".when", err.Error()))
 		}
-		r.when = prg
+		r.when, r.whenSrc = prg, w
 	}
 	alg, _ := ratelimit.ParseAlgorithm(rc.Algorithm)
 	for _, s := range rc.Limits {

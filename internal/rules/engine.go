@@ -95,18 +95,36 @@ type deferredCharge struct {
 func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 	var v Verdict
 	logOnly := e.LogOnly != nil && e.LogOnly.Load()
+	// Conditions shared by several rules, evaluated once: bit i of known
+	// says slot i has been, bit i of holds gives the result.
+	var known, holds uint64
 	for _, r := range e.Set.Rules {
 		if !r.applies(req) {
 			continue
 		}
 		if r.when != nil {
-			out, _, err := r.when.Eval(activation{req})
-			if err != nil {
-				e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
-				continue
-			}
-			if b, ok := out.Value().(bool); !ok || !b {
-				continue
+			bit := uint64(1) << (r.whenSlot & 63)
+			if r.whenSlot >= 0 && known&bit != 0 {
+				if holds&bit == 0 {
+					continue
+				}
+			} else {
+				out, _, err := r.when.Eval(activation{req})
+				if err != nil {
+					e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
+					continue
+				}
+				b, ok := out.Value().(bool)
+				b = ok && b
+				if r.whenSlot >= 0 {
+					known |= bit
+					if b {
+						holds |= bit
+					}
+				}
+				if !b {
+					continue
+				}
 			}
 		}
 		switch r.Action {

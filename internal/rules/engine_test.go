@@ -302,3 +302,32 @@ rules:
 		}
 	}
 }
+
+// TestSharedConditions: rules with the same condition share one
+// evaluation a request (Compile gives them one slot); the result must be
+// what each rule would have found alone, whether the condition holds or
+// not, and a different condition that differs only inside a string
+// literal must not share it.
+func TestSharedConditions(t *testing.T) {
+	e := newEnv(t, `
+  - {name: a, when: "request.path.startsWith('/csv')", action: count, limits: [100/1m]}
+  - {name: b, when: "request.path.startsWith('/csv ')", action: count, limits: [100/1m]}
+  - {name: c, when: "request.method != 'OPTIONS'", action: count, limits: [100/1m]}
+  - {name: d, when: "request.path.startsWith('/csv')", action: count, limits: [100/1m]}
+  - {name: e, when: "request.method != 'OPTIONS'", action: count, limits: [100/1m]}
+  - {name: f, when: "  request.path.startsWith('/csv')  ", limits: [2/1m]}
+`)
+	for _, tc := range []struct{ method, path, want string }{
+		{"GET", "/csv", "a:allowed c:allowed d:allowed e:allowed f:allowed"},
+		{"OPTIONS", "/csv", "a:allowed d:allowed f:allowed"},
+		{"GET", "/other", "c:allowed e:allowed"},
+		{"OPTIONS", "/other", ""},
+		{"GET", "/csv", "a:allowed c:allowed d:allowed e:allowed f:blocked"}, // f: third /csv
+	} {
+		e.obs.seen = nil
+		e.eval(tc.method, tc.path, "192.0.2.1")
+		if got := strings.Join(e.obs.seen, " "); got != tc.want {
+			t.Errorf("%s %s: seen %q, want %q", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
