@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
 )
 
 // gatewayProc is `floodgate serve` running in-process on a temp config.
@@ -194,7 +196,21 @@ func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
 	}
 }
 
+// engines runs test once for each server.engine, the config's server
+// line for it given.
+func engines(t *testing.T, test func(t *testing.T, server string)) {
+	for _, engine := range config.Engines {
+		t.Run(engine, func(t *testing.T) {
+			test(t, "server: {read_header_timeout: 300ms, engine: "+engine+"}")
+		})
+	}
+}
+
 func TestInFlightRequestFinishesOnShutdown(t *testing.T) {
+	engines(t, testInFlightRequestFinishesOnShutdown)
+}
+
+func testInFlightRequestFinishesOnShutdown(t *testing.T, server string) {
 	arrived, release := make(chan struct{}), make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		close(arrived)
@@ -202,7 +218,7 @@ func TestInFlightRequestFinishesOnShutdown(t *testing.T) {
 		io.WriteString(w, "the upstream's answer")
 	}))
 	defer up.Close()
-	g := startServe(t, opsYAML(up.URL, "100/1m"))
+	g := startServe(t, strings.Replace(opsYAML(up.URL, "100/1m"), "server: {read_header_timeout: 300ms}", server, 1))
 
 	type result struct {
 		code int
@@ -246,10 +262,12 @@ func TestInFlightRequestFinishesOnShutdown(t *testing.T) {
 	g.done <- 0 // for the cleanup
 }
 
-func TestSlowlorisIsCutOff(t *testing.T) {
+func TestSlowlorisIsCutOff(t *testing.T) { engines(t, testSlowlorisIsCutOff) }
+
+func testSlowlorisIsCutOff(t *testing.T, server string) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer up.Close()
-	g := startServe(t, opsYAML(up.URL, "1000/1m")) // read_header_timeout: 300ms
+	g := startServe(t, strings.Replace(opsYAML(up.URL, "1000/1m"), "server: {read_header_timeout: 300ms}", server, 1))
 
 	conn, err := net.Dial("tcp", g.pub)
 	if err != nil {

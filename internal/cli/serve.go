@@ -18,6 +18,7 @@ import (
 	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/h1server"
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/version"
@@ -115,7 +116,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var servers []*http.Server
+	var servers []httpServer
 	grace, _ := config.ParseTimeout(c.Server.ShutdownGrace)
 	// However serve ends (a signal, a listener failing, a start-up error),
 	// every server started is shut down: it stops accepting, and requests
@@ -128,7 +129,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	start := func(name, addr string, s *http.Server) error {
+	start := func(name, addr string, s httpServer) error {
 		network := "tcp"
 		if path, ok := strings.CutPrefix(addr, "unix:"); ok {
 			network, addr = "unix", path
@@ -142,12 +143,18 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
 		servers = append(servers, s)
-		logger.Info("listening", "listener", name, "address", ln.Addr().String(), "tls", s.TLSConfig != nil)
+		hs, _ := s.(*http.Server)
+		tls := hs != nil && hs.TLSConfig != nil
+		engine := config.EngineFloodgate
+		if hs != nil {
+			engine = config.EngineNetHTTP
+		}
+		logger.Info("listening", "listener", name, "address", ln.Addr().String(), "tls", tls, "engine", engine)
 		go func() {
 			serve := s.Serve
-			if s.TLSConfig != nil {
+			if tls {
 				// Certificates are in TLSConfig; ServeTLS adds HTTP/2 by ALPN.
-				serve = func(ln net.Listener) error { return s.ServeTLS(ln, "", "") }
+				serve = func(ln net.Listener) error { return hs.ServeTLS(ln, "", "") }
 			}
 			if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				cancel(fmt.Errorf("%s listener: %w", name, err))
@@ -171,13 +178,15 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			}
 		}
 	}
-	public := newServer(srv, &c.Server, logger)
+	public := newGatewayServer(srv, &c.Server, logger)
 	if c.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
-		public.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s := newServer(srv, &c.Server, logger)
+		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		public = s
 	}
 	if err := start("public", c.Listen, public); err != nil {
 		return err
@@ -185,7 +194,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	if c.InternalEnabled() {
 		// Requests here are internal because of where they arrive, and
 		// only that: bind it where only the frontend can reach it.
-		if err := start("internal", c.Internal.Listen, newServer(srv.Internal(), &c.Server, logger)); err != nil {
+		if err := start("internal", c.Internal.Listen, newGatewayServer(srv.Internal(), &c.Server, logger)); err != nil {
 			return err
 		}
 	}
@@ -313,6 +322,33 @@ func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metri
 		"reason", reason, "hash", srv.Hash(), "problems", msg)
 }
 
+// httpServer serves one listener: net/http's server or h1server's.
+type httpServer interface {
+	Serve(net.Listener) error
+	Shutdown(context.Context) error
+}
+
+// newGatewayServer returns the server of the public and internal
+// listeners (plain text): h1server's unless server.engine says net/http,
+// with the same timeouts and limits as newServer.
+func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) httpServer {
+	if sc.Engine == config.EngineNetHTTP {
+		return newServer(h, sc, logger)
+	}
+	header, _ := config.ParseTimeout(sc.ReadHeaderTimeout)
+	idle, _ := config.ParseTimeout(sc.IdleTimeout)
+	return &h1server.Server{
+		Handler:           h,
+		ReadHeaderTimeout: header,
+		IdleTimeout:       idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          telemetry.ServerErrorLog(logger),
+	}
+}
+
+// maxHeaderBytes bounds a request's line and header fields.
+const maxHeaderBytes = 64 << 10
+
 // newServer returns an http.Server with timeouts that a slow client
 // cannot exploit (slowloris: ReadHeaderTimeout) but that let long uploads
 // and downloads finish (no overall read or write timeout).
@@ -323,7 +359,7 @@ func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Ser
 		Handler:           h,
 		ReadHeaderTimeout: header,
 		IdleTimeout:       idle,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          telemetry.ServerErrorLog(logger),
 	}
 }

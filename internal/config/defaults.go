@@ -22,6 +22,10 @@ const (
 	DefaultShutdownGrace     = "30s"
 	DefaultStoreTimeout      = "100ms"
 
+	// The server engines (server.engine).
+	EngineFloodgate = "floodgate"
+	EngineNetHTTP   = "net/http"
+
 	// Failure policies (store.failure_policy, rules[].failure_policy).
 	FailOpen   = "fail_open"
 	FailClosed = "fail_closed"
@@ -48,6 +52,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Server.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.Server.ShutdownGrace, DefaultShutdownGrace)
+	setDefault(&c.Server.Engine, EngineFloodgate)
 
 	setDefault(&c.ClientIP.Header, HeaderXForwardedFor)
 	for _, h := range []string{HeaderXForwardedFor, HeaderForwarded} {

@@ -14,10 +14,12 @@ import (
 
 // Closed sets of values, as listed in problems.
 var (
-	modes            = []string{ModeEnforce, ModeLogOnly}
-	actions          = []string{ActionBlock, ActionDeny, ActionCount, ActionAllow}
-	forwardHeaders   = []string{HeaderXForwardedFor, HeaderForwarded}
-	failurePolicies  = []string{FailOpen, FailClosed}
+	modes           = []string{ModeEnforce, ModeLogOnly}
+	actions         = []string{ActionBlock, ActionDeny, ActionCount, ActionAllow}
+	forwardHeaders  = []string{HeaderXForwardedFor, HeaderForwarded}
+	failurePolicies = []string{FailOpen, FailClosed}
+	// Engines are the values of server.engine.
+	Engines          = []string{EngineFloodgate, EngineNetHTTP}
 	rateLimitHeaders = []string{RateLimitHeadersAlways, RateLimitHeadersLimited, RateLimitHeadersNever}
 	logLevels        = []string{"debug", "info", "warn", "error"}
 	logDecisions     = []string{LogDecisionsLimited, LogDecisionsAll, LogDecisionsNone}
@@ -116,6 +118,7 @@ func (v *validator) top() {
 			v.add(d.path, err.Error())
 		}
 	}
+	v.oneOf("server.engine", "server engine", v.c.Server.Engine, Engines)
 	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
 		v.add("tls", "set both cert_file and key_file, or neither")
 	}

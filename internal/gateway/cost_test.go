@@ -45,9 +45,9 @@ func newCostHarness(t *testing.T, yaml string, handler http.Handler) *costHarnes
 	if len(problems) > 0 {
 		t.Fatalf("NewServer: %v", problems)
 	}
-	h.gw = httptest.NewServer(srv)
+	h.gw = newFront(t, srv)
 	t.Cleanup(h.gw.Close)
-	h.client = h.gw.Client()
+	h.client = frontClient(t)
 	h.admin = admin.Handler(admin.Options{Gatherer: m.Registry})
 	return &costHarness{harness: h, srv: srv}
 }

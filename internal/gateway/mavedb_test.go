@@ -124,10 +124,10 @@ func newHarness(t *testing.T, file string, env map[string]string, edit func(*con
 	if len(problems) > 0 {
 		t.Fatalf("gateway.New: %v", problems)
 	}
-	h.gw = httptest.NewServer(g)
+	h.gw = newFront(t, g)
 	t.Cleanup(h.gw.Close)
 	h.admin = admin.Handler(admin.Options{Gatherer: metrics.Registry})
-	h.client = h.gw.Client()
+	h.client = frontClient(t)
 	return h
 }
 
@@ -440,8 +440,9 @@ func TestAccessLog(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	ts := httptest.NewServer(g)
+	ts := newFront(t, g)
 	defer ts.Close()
+	client := frontClient(t)
 	for i := range 302 {
 		req, _ := http.NewRequest("GET", ts.URL+listPath, nil)
 		req.Header.Set("X-Forwarded-For", clientA)
@@ -449,7 +450,7 @@ func TestAccessLog(t *testing.T) {
 			req.URL.Path = csvPath
 			req.Header.Set("User-Agent", "GPTBot/1.2")
 		}
-		resp, err := ts.Client().Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -161,9 +161,9 @@ func newOpenverse(t *testing.T, env string, extra map[string]string) *ovHarness 
 		t.Fatalf("gateway.NewServer: %v", problems)
 	}
 	h.srv = srv
-	h.public = httptest.NewServer(srv)
+	h.public = newFront(t, srv)
 	t.Cleanup(h.public.Close)
-	h.internal = httptest.NewServer(srv.Internal())
+	h.internal = newFront(t, srv.Internal())
 	t.Cleanup(h.internal.Close)
 	h.admin = admin.Handler(admin.Options{Gatherer: metrics.Registry, Server: srv})
 	return h
@@ -712,7 +712,7 @@ rules:
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	gw := httptest.NewServer(g)
+	gw := newFront(t, g)
 	defer gw.Close()
 	admitted := func(ip, token string) (int, *http.Response) {
 		n := 0

@@ -32,7 +32,7 @@ func startYAML(t *testing.T, yaml string, vars map[string]string) *httptest.Serv
 	if len(problems) > 0 {
 		t.Fatalf("gateway.New: %v", problems)
 	}
-	s := httptest.NewServer(g)
+	s := newFront(t, g)
 	t.Cleanup(s.Close)
 	return s
 }

@@ -51,9 +51,9 @@ rules:
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	ts := httptest.NewServer(srv)
+	ts := newFront(t, srv)
 	defer ts.Close()
-	h := &harness{t: t, gw: ts, client: ts.Client(), admin: admin.Handler(admin.Options{Gatherer: m.Registry})}
+	h := &harness{t: t, gw: ts, client: frontClient(t), admin: admin.Handler(admin.Options{Gatherer: m.Registry})}
 
 	for range 20 {
 		if resp, _ := h.do("GET", "/login?password=right", "203.0.113.5"); resp.StatusCode != 200 {

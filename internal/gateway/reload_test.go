@@ -50,7 +50,7 @@ func TestHundredReloadsUnderTraffic(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	ts := httptest.NewServer(srv)
+	ts := newFront(t, srv)
 	defer ts.Close()
 
 	var stop atomic.Bool
@@ -60,7 +60,7 @@ func TestHundredReloadsUnderTraffic(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			client := ts.Client()
+			client := frontClient(t)
 			for i := 0; !stop.Load() && i < 100000; i++ {
 				req, _ := http.NewRequest("GET", ts.URL+"/x", nil)
 				req.Header.Set("X-Forwarded-For", fmt.Sprintf("198.51.100.%d", w))

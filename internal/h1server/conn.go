@@ -1,0 +1,480 @@
+package h1server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Connection states, for Shutdown: only an idle connection (between
+// requests) is closed from outside.
+const (
+	stateIdle int32 = iota
+	stateActive
+	stateClosed
+	stateHijacked
+)
+
+// conn is one client connection and what it reuses from request to request.
+type conn struct {
+	srv        *Server
+	rwc        net.Conn
+	remoteAddr string
+	base       context.Context
+	state      atomic.Int32
+
+	r  *connReader
+	br *bufio.Reader
+	bw *bufio.Writer
+	w  response // reused: reset for every request
+}
+
+func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
+	c := &conn{srv: s, rwc: rwc, base: base}
+	if a := rwc.RemoteAddr(); a != nil {
+		c.remoteAddr = a.String()
+	}
+	c.r = &connReader{conn: c}
+	c.r.cond = sync.NewCond(&c.r.mu)
+	c.w.conn = c
+	c.w.header = make(http.Header, 16)
+	return c
+}
+
+// closeIfIdle closes the connection if it is between requests (Shutdown).
+func (c *conn) closeIfIdle() {
+	if c.state.CompareAndSwap(stateIdle, stateClosed) {
+		c.rwc.Close()
+	}
+}
+
+func (c *conn) serve() {
+	defer func() {
+		if v := recover(); v != nil && v != http.ErrAbortHandler {
+			buf := make([]byte, 64<<10)
+			buf = buf[:runtime.Stack(buf, false)]
+			c.srv.logf("h1server: panic serving %s: %v\n%s", c.remoteAddr, v, buf)
+		}
+		if c.state.Load() != stateHijacked {
+			c.state.Store(stateClosed)
+			c.rwc.Close()
+			c.release()
+		}
+		c.srv.trackConn(c, false)
+	}()
+	c.br = newBufioReader(c.r)
+	c.bw = newBufioWriter(c.rwc)
+	for {
+		if !c.serveOne() {
+			return
+		}
+	}
+}
+
+// release returns the buffers to their pools.
+func (c *conn) release() {
+	if c.br != nil {
+		c.br.Reset(nil)
+		bufioReaderPool.Put(c.br)
+		c.br = nil
+	}
+	if c.bw != nil {
+		c.bw.Reset(nil)
+		bufioWriterPool.Put(c.bw)
+		c.bw = nil
+	}
+}
+
+// serveOne reads one request, runs the handler and finishes the response.
+// It reports whether the connection may carry another request.
+func (c *conn) serveOne() bool {
+	s := c.srv
+	// Between requests: idle, closable by Shutdown.
+	c.state.Store(stateIdle)
+	if s.inShutdown.Load() {
+		return false
+	}
+	if c.br.Buffered() == 0 {
+		if d := s.idleTimeout(); d > 0 {
+			c.rwc.SetReadDeadline(time.Now().Add(d))
+		}
+		c.r.setReadLimit(1) // one byte: the start of the next request
+		if _, err := c.br.Peek(1); err != nil {
+			return false
+		}
+	}
+	if !c.state.CompareAndSwap(stateIdle, stateActive) {
+		return false // closed by Shutdown
+	}
+	if d := s.ReadHeaderTimeout; d > 0 {
+		c.rwc.SetReadDeadline(time.Now().Add(d))
+	} else if s.idleTimeout() > 0 {
+		c.rwc.SetReadDeadline(time.Time{})
+	}
+	c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
+	// Tolerate the CR LF some old clients send after a request body
+	// (RFC 9112 section 2.2), as net/http does.
+	if p, _ := c.br.Peek(2); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
+		n := 1
+		if len(p) > 1 && p[0] == '\r' && p[1] == '\n' {
+			n = 2
+		}
+		c.br.Discard(n)
+	}
+	req, err := http.ReadRequest(c.br)
+	if err != nil {
+		c.rejectRequest(err)
+		return false
+	}
+	c.r.setReadLimit(-1)
+	if code, msg := checkRequest(req); code != 0 {
+		c.writeError(code, msg)
+		return false
+	}
+	if s.ReadHeaderTimeout > 0 {
+		c.rwc.SetReadDeadline(time.Time{})
+	}
+	return c.handle(req)
+}
+
+// rejectRequest answers a request that could not be read, as net/http's
+// server does: nothing for a client that left or timed out, 431 for a head
+// over the limit, 501 for a transfer coding other than chunked, 400
+// otherwise. The connection is then closed.
+func (c *conn) rejectRequest(err error) {
+	switch {
+	case c.r.hitReadLimit():
+		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "")
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isReadError(err):
+		// The client went away or was too slow: nobody to answer.
+	case strings.HasPrefix(err.Error(), "unsupported transfer encoding"),
+		strings.HasPrefix(err.Error(), "too many transfer encodings"):
+		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")
+	default:
+		c.writeError(http.StatusBadRequest, "")
+	}
+}
+
+// isReadError reports a failed read from the connection (a timeout, a
+// reset), as opposed to a request that could not be parsed (a
+// *url.Error is a net.Error too: not that).
+func isReadError(err error) bool {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "read" {
+		return true
+	}
+	return errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// checkRequest applies what net/http's server checks after parsing: the
+// protocol version, Host, and header names and values.
+func checkRequest(req *http.Request) (int, string) {
+	if req.ProtoMajor != 1 {
+		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+	}
+	// http.ReadRequest has taken Host out of the header into req.Host
+	// (the request target's authority first), and refused two of them.
+	if req.ProtoMinor >= 1 && req.Host == "" && req.Method != "CONNECT" {
+		return http.StatusBadRequest, "missing required Host header"
+	}
+	if !validHost(req.Host) {
+		return http.StatusBadRequest, "malformed Host header"
+	}
+	for k, vv := range req.Header {
+		if !validFieldName(k) {
+			return http.StatusBadRequest, "invalid header name"
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				return http.StatusBadRequest, "invalid header value"
+			}
+		}
+	}
+	return 0, ""
+}
+
+// writeError answers a request that never reached the handler, and
+// closes the connection after it.
+func (c *conn) writeError(code int, msg string) {
+	text := http.StatusText(code)
+	if msg != "" {
+		text += ": " + msg
+	}
+	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	c.bw.WriteString("HTTP/1.1 ")
+	c.bw.WriteString(statusLine(code))
+	c.bw.WriteString("Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n")
+	c.bw.WriteString(text)
+	c.bw.Flush()
+}
+
+// handle runs the handler for req and finishes its response. It reports
+// whether the connection may carry another request.
+func (c *conn) handle(req *http.Request) bool {
+	ctx, cancel := context.WithCancel(c.base)
+	defer cancel()
+	c.r.startRequest(cancel)
+	req = req.WithContext(ctx)
+	req.RemoteAddr = c.remoteAddr
+
+	w := &c.w
+	w.reset(req)
+	if len(req.TransferEncoding) > 0 || !req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
+		// A request with both Content-Length and Transfer-Encoding may
+		// be smuggling another, and RFC 9112 section 6.1 says to close
+		// the connection after it (after any HTTP/1.0 request with a
+		// Transfer-Encoding, too). http.ReadRequest drops the field it
+		// does not use, so such a request cannot be told apart
+		// afterwards: every chunked request, and every HTTP/1.0 request
+		// with a body, ends its connection.
+		w.closeAfter = true
+	}
+	if expectsContinue(req) {
+		// Sent before the body's first read, if the handler reads it.
+	} else if req.Header.Get("Expect") != "" {
+		w.closeAfter = true
+		w.WriteHeader(http.StatusExpectationFailed)
+		w.finish()
+		return false
+	}
+	if req.Body != http.NoBody {
+		w.reqBody = requestBody{rc: req.Body, w: w}
+		w.body = &w.reqBody
+		w.body.continueOK = expectsContinue(req) && req.ProtoAtLeast(1, 1) && req.ContentLength != 0
+		req.Body = w.body
+	} else {
+		c.r.arm()
+	}
+	if req.Method == http.MethodOptions && req.RequestURI == "*" {
+		// A question about the server, not a resource: net/http's
+		// answer (200, empty), never the handler's.
+		w.header["Content-Length"] = []string{"0"}
+	} else {
+		c.srv.Handler.ServeHTTP(w, req)
+	}
+	if w.hijacked {
+		return false
+	}
+	c.r.disarm()
+	w.finish()
+	return !w.closeAfter && !w.failed
+}
+
+func expectsContinue(req *http.Request) bool {
+	v := req.Header["Expect"]
+	return len(v) == 1 && strings.EqualFold(v[0], "100-continue")
+}
+
+// requestBody is the handler's view of the request body: it sends
+// 100 Continue before the first read when the client asked for it, and
+// notes when the body has been read to its end (then the connection may be
+// watched for the client going away).
+type requestBody struct {
+	rc         io.ReadCloser
+	w          *response
+	continueOK bool // the client waits for 100 Continue
+	eof        bool
+	closed     bool
+	err        error
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	if b.closed {
+		return 0, http.ErrBodyReadAfterClose
+	}
+	if b.eof {
+		return 0, io.EOF
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	if b.continueOK {
+		b.continueOK = false
+		if !b.w.committed {
+			c := b.w.conn
+			c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+			if err := c.bw.Flush(); err != nil {
+				b.w.failed = true
+				b.err = err
+				return 0, err
+			}
+		}
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+		b.w.conn.r.arm()
+	} else if err != nil {
+		// A malformed or truncated body: the connection cannot carry
+		// another request.
+		b.err = err
+		b.w.closeAfter = true
+	}
+	return n, err
+}
+
+func (b *requestBody) Close() error {
+	b.closed = true
+	return nil
+}
+
+// drain reads what is left of the body, up to 256 KiB (net/http's
+// allowance), so that the connection can carry the next request. It
+// reports whether the body was read to its end.
+func (b *requestBody) drain() bool {
+	if b.eof {
+		return true
+	}
+	if b.err != nil || b.continueOK {
+		// Never asked the client for the body (no 100 Continue sent):
+		// it may not send it, and what it sends instead cannot be told
+		// apart from it.
+		return false
+	}
+	n, err := io.CopyN(io.Discard, b.rc, 256<<10)
+	if err == io.EOF {
+		b.eof = true
+		return true
+	}
+	_ = n
+	return false
+}
+
+// connReader is what the connection's bufio.Reader reads from. It bounds
+// the bytes of a request head, and, while a handler runs with the body
+// read, it can watch the connection with a background read that notices
+// the client going away (and cancels the request's context).
+type connReader struct {
+	conn   *conn
+	remain int64 // bytes still allowed; < 0: no limit
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	timer   *time.Timer        // starts the background read after DisconnectCheck
+	armed   bool               // a handler is running and the body is read
+	inRead  bool               // a background read is in progress
+	hasByte bool               // the background read got a byte: the next request's first
+	byteBuf [1]byte            // that byte
+	cancel  context.CancelFunc // cancels the running request's context
+	aborted bool               // the background read found the connection gone
+}
+
+func (cr *connReader) setReadLimit(n int64) { cr.remain = n }
+func (cr *connReader) hitReadLimit() bool   { return cr.remain == 0 }
+
+func (cr *connReader) Read(p []byte) (int, error) {
+	if cr.remain == 0 {
+		return 0, io.EOF
+	}
+	if cr.remain > 0 && int64(len(p)) > cr.remain {
+		p = p[:cr.remain]
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	cr.mu.Lock()
+	if cr.hasByte {
+		p[0] = cr.byteBuf[0]
+		cr.hasByte = false
+		cr.mu.Unlock()
+		cr.count(1)
+		return 1, nil
+	}
+	if cr.aborted {
+		cr.mu.Unlock()
+		return 0, io.EOF
+	}
+	cr.mu.Unlock()
+	n, err := cr.conn.rwc.Read(p)
+	cr.count(n)
+	return n, err
+}
+
+func (cr *connReader) count(n int) {
+	if cr.remain > 0 {
+		cr.remain -= int64(n)
+	}
+}
+
+func (cr *connReader) startRequest(cancel context.CancelFunc) {
+	cr.mu.Lock()
+	cr.cancel = cancel
+	cr.mu.Unlock()
+}
+
+// arm schedules the background read for when the handler has run
+// DisconnectCheck: from now on the handler does not read the connection.
+func (cr *connReader) arm() {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if cr.armed || cr.aborted {
+		return
+	}
+	cr.armed = true
+	if cr.timer == nil {
+		cr.timer = time.AfterFunc(DisconnectCheck, cr.backgroundRead)
+	} else {
+		cr.timer.Reset(DisconnectCheck)
+	}
+}
+
+// disarm stops the watch: the handler returned (or hijacks the
+// connection). A background read in progress is interrupted and waited for.
+func (cr *connReader) disarm() {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	cr.cancel = nil
+	if !cr.armed {
+		return
+	}
+	cr.armed = false
+	cr.timer.Stop()
+	if !cr.inRead {
+		return
+	}
+	cr.conn.rwc.SetReadDeadline(aLongTimeAgo)
+	for cr.inRead {
+		cr.cond.Wait()
+	}
+	cr.conn.rwc.SetReadDeadline(time.Time{})
+}
+
+var aLongTimeAgo = time.Unix(1, 0)
+
+// backgroundRead runs on the timer's goroutine: it reads one byte. A byte
+// is kept for the next request (a pipelining client); an error means the
+// client is gone, unless disarm interrupted the read.
+func (cr *connReader) backgroundRead() {
+	cr.mu.Lock()
+	if !cr.armed || cr.inRead || cr.hasByte || cr.aborted {
+		cr.mu.Unlock()
+		return
+	}
+	cr.inRead = true
+	cr.mu.Unlock()
+	n, err := cr.conn.rwc.Read(cr.byteBuf[:])
+	cr.mu.Lock()
+	if n == 1 {
+		cr.hasByte = true
+	}
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		// The client closed the connection or it broke: the answer has
+		// nobody to go to.
+		cr.aborted = true
+		if cr.cancel != nil {
+			cr.cancel()
+		}
+	}
+	cr.inRead = false
+	cr.cond.Broadcast()
+	cr.mu.Unlock()
+}

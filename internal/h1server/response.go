@@ -1,0 +1,542 @@
+package h1server
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// bufferLimit is how much of a body is held back before the header is
+// sent: a response the handler finishes within it goes out with a
+// Content-Length, in one write.
+const bufferLimit = 8 << 10
+
+// response is the handler's http.ResponseWriter. One per connection,
+// reset for every request.
+type response struct {
+	conn    *conn
+	req     *http.Request
+	header  http.Header  // the handler's
+	sent    http.Header  // the header as it was at WriteHeader, if the handler changed it after; else header
+	body    *requestBody // nil: the request has no body
+	reqBody requestBody  // what body points to
+
+	status        int
+	wroteHeader   bool  // the final status is set (WriteHeader or the first Write)
+	committed     bool  // the status line and header are written
+	chunked       bool  // the body is sent chunked
+	noBody        bool  // HEAD, 1xx, 204, 304: body bytes are not sent
+	contentLength int64 // declared by the handler; -1: none
+	written       int64 // body bytes the handler wrote
+	buf           []byte
+	keys          []string // header names, sorted, reused
+
+	closeAfter bool // the connection ends after this response
+	failed     bool // a write to the connection failed
+	hijacked   bool
+	fullDuplex bool
+}
+
+func (w *response) reset(req *http.Request) {
+	clear(w.header)
+	*w = response{
+		conn:          w.conn,
+		req:           req,
+		header:        w.header,
+		buf:           w.buf[:0],
+		keys:          w.keys[:0],
+		status:        http.StatusOK,
+		contentLength: -1,
+		closeAfter:    req.Close,
+	}
+}
+
+// Header returns the handler's header. Changes made after WriteHeader
+// are not sent (but trailers are read from it at the end), as with
+// net/http: the first call after WriteHeader copies the header as it was.
+func (w *response) Header() http.Header {
+	if w.wroteHeader && !w.committed && w.sent == nil {
+		w.sent = w.header.Clone()
+	}
+	return w.header
+}
+
+func (w *response) WriteHeader(code int) {
+	if w.hijacked || w.wroteHeader {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		w.writeInformational(code)
+		return
+	}
+	w.wroteHeader = true
+	w.status = code
+	if cl := w.header.Get("Content-Length"); cl != "" {
+		v, err := strconv.ParseInt(cl, 10, 64)
+		if err == nil && v >= 0 {
+			w.contentLength = v
+		} else {
+			w.conn.srv.logf("h1server: invalid Content-Length of %q", cl)
+			w.header.Del("Content-Length")
+		}
+	}
+}
+
+// writeInformational sends a 1xx answer (103 Early Hints, say) at once,
+// with the header as it stands, to HTTP/1.1 clients.
+func (w *response) writeInformational(code int) {
+	if w.committed || !w.req.ProtoAtLeast(1, 1) {
+		return
+	}
+	if code == http.StatusContinue && w.body != nil {
+		if !w.body.continueOK {
+			return // sent already, or not asked for
+		}
+		w.body.continueOK = false
+	}
+	bw := w.conn.bw
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(statusLine(code))
+	w.writeHeaderFields(w.header, code)
+	bw.WriteString("\r\n")
+	if bw.Flush() != nil {
+		w.failed = true
+	}
+}
+
+func (w *response) Write(p []byte) (int, error) {
+	if w.hijacked {
+		return 0, http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if !bodyAllowedForStatus(w.status) {
+		return 0, http.ErrBodyNotAllowed
+	}
+	if w.contentLength >= 0 && w.written+int64(len(p)) > w.contentLength {
+		return 0, http.ErrContentLength
+	}
+	w.written += int64(len(p))
+	if !w.committed {
+		if len(w.buf)+len(p) <= bufferLimit {
+			w.buf = append(w.buf, p...)
+			return len(p), nil
+		}
+		w.commit(false)
+	}
+	return len(p), w.writeBody(p)
+}
+
+func (w *response) WriteString(s string) (int, error) {
+	if !w.committed && w.wroteHeader && len(w.buf)+len(s) <= bufferLimit && bodyAllowedForStatus(w.status) &&
+		(w.contentLength < 0 || w.written+int64(len(s)) <= w.contentLength) {
+		w.buf = append(w.buf, s...)
+		w.written += int64(len(s))
+		return len(s), nil
+	}
+	return w.Write([]byte(s))
+}
+
+// writeBody sends body bytes once the header is out.
+func (w *response) writeBody(p []byte) error {
+	if w.failed {
+		return errConnFailed
+	}
+	if w.noBody || len(p) == 0 {
+		return nil
+	}
+	bw := w.conn.bw
+	if w.chunked {
+		bw.WriteString(strconv.FormatInt(int64(len(p)), 16))
+		bw.WriteString("\r\n")
+		bw.Write(p)
+		bw.WriteString("\r\n")
+	} else {
+		bw.Write(p)
+	}
+	if err := bwErr(bw); err != nil {
+		w.failed = true
+		return err
+	}
+	return nil
+}
+
+var errConnFailed = fmt.Errorf("h1server: connection failed")
+
+// bwErr returns the writer's sticky error, if any (bufio.Writer keeps it
+// and returns it from every later call).
+func bwErr(bw *bufio.Writer) error {
+	_, err := bw.Write(nil)
+	return err
+}
+
+func (w *response) Flush() { _ = w.FlushError() }
+
+// FlushError sends what the handler has written so far (the header, then
+// a chunked or close-delimited body).
+func (w *response) FlushError() error {
+	if w.hijacked {
+		return http.ErrHijacked
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(false)
+	}
+	if w.failed {
+		return errConnFailed
+	}
+	if err := w.conn.bw.Flush(); err != nil {
+		w.failed = true
+		return err
+	}
+	return nil
+}
+
+// Hijack hands the connection over, as net/http's does.
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.hijacked {
+		return nil, nil, http.ErrHijacked
+	}
+	c := w.conn
+	if w.wroteHeader && !w.committed {
+		// WriteHeader(101) then Hijack: the 101 goes out first.
+		w.commit(false)
+	}
+	if w.committed {
+		if err := c.bw.Flush(); err != nil {
+			return nil, nil, err
+		}
+	}
+	c.r.disarm()
+	if c.r.hasByte {
+		// The background read took the next request's first byte: put
+		// it into the reader the caller gets.
+		if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil {
+			return nil, nil, fmt.Errorf("h1server: reading buffered byte: %w", err)
+		}
+	}
+	w.hijacked = true
+	c.state.Store(stateHijacked)
+	c.srv.trackConn(c, false) // Shutdown and Close leave it to its new owner
+	c.rwc.SetDeadline(time.Time{})
+	rw := bufio.NewReadWriter(c.br, c.bw)
+	c.br, c.bw = nil, nil // the caller's now; not returned to the pools
+	return c.rwc, rw, nil
+}
+
+// SetReadDeadline and SetWriteDeadline serve http.ResponseController.
+func (w *response) SetReadDeadline(t time.Time) error  { return w.conn.rwc.SetReadDeadline(t) }
+func (w *response) SetWriteDeadline(t time.Time) error { return w.conn.rwc.SetWriteDeadline(t) }
+
+// EnableFullDuplex serves http.ResponseController: the request body is
+// left alone when the header is sent (it is otherwise read to its end
+// first, as net/http does).
+func (w *response) EnableFullDuplex() error {
+	w.fullDuplex = true
+	return nil
+}
+
+// commit writes the status line and header into the connection's buffer,
+// then what the handler wrote so far. final: the handler has returned, so
+// the length of the body is known.
+func (w *response) commit(final bool) {
+	w.committed = true
+	c, h, code := w.conn, w.sent, w.status
+	if h == nil {
+		h = w.header
+	}
+	isHead := w.req.Method == http.MethodHead
+	bodyAllowed := bodyAllowedForStatus(code)
+	w.noBody = isHead || !bodyAllowed
+
+	// The rest of the request body, read now so that the connection can
+	// carry another request (and a client that sends all of its request
+	// before reading the answer does not deadlock).
+	if b := w.body; b != nil && !w.closeAfter && !w.fullDuplex && !b.drain() {
+		w.closeAfter = true
+	}
+	if v, ok := h["Connection"]; ok && len(v) > 0 && headerHasToken(v, "close") {
+		w.closeAfter = true
+	}
+	if c.srv.inShutdown.Load() {
+		w.closeAfter = true
+	}
+	te := h.Get("Transfer-Encoding")
+	delete(h, "Transfer-Encoding")
+	trailers := hasTrailers(h)
+	switch {
+	case w.noBody:
+		// Nothing follows the header.
+	case w.contentLength >= 0:
+		// Declared by the handler.
+	case final && !trailers && te == "":
+		w.contentLength = int64(len(w.buf))
+		h["Content-Length"] = []string{contentLengthString(len(w.buf))}
+	case te == "identity" || !w.req.ProtoAtLeast(1, 1):
+		// Delimited by closing the connection.
+		w.closeAfter = true
+	default:
+		w.chunked = true
+	}
+	if isHead && final && w.contentLength < 0 && len(w.buf) > 0 && bodyAllowed {
+		h["Content-Length"] = []string{contentLengthString(len(w.buf))}
+	}
+	if bodyAllowed && len(w.buf) > 0 && len(h["Content-Encoding"]) == 0 {
+		if _, ok := h["Content-Type"]; !ok && te == "" {
+			h["Content-Type"] = []string{http.DetectContentType(w.buf)}
+		}
+	}
+	if _, ok := h["Date"]; !ok {
+		h["Date"] = httpDate()
+	}
+	if w.closeAfter {
+		h["Connection"] = connectionClose
+	} else if !w.req.ProtoAtLeast(1, 1) {
+		h["Connection"] = connectionKeepAlive
+	}
+
+	bw := c.bw
+	if w.req.ProtoAtLeast(1, 1) {
+		bw.WriteString("HTTP/1.1 ")
+	} else {
+		bw.WriteString("HTTP/1.0 ")
+	}
+	bw.WriteString(statusLine(code))
+	w.writeHeaderFields(h, code)
+	if w.chunked {
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	bw.WriteString("\r\n")
+	buf := w.buf
+	w.buf = w.buf[:0]
+	if err := w.writeBody(buf); err != nil {
+		return
+	}
+	if bwErr(bw) != nil {
+		w.failed = true
+	}
+}
+
+var (
+	connectionClose     = []string{"close"}
+	connectionKeepAlive = []string{"keep-alive"}
+)
+
+// writeHeaderFields writes the handler's header fields, leaving out those
+// the status forbids, names that are not tokens, and turning line breaks
+// in values into spaces (net/http does the same: a handler cannot inject
+// fields).
+func (w *response) writeHeaderFields(h http.Header, code int) {
+	bw := w.conn.bw
+	// In name order, as net/http writes them: the same answer always
+	// reads the same.
+	keys := w.keys[:0]
+	for k := range h {
+		if excluded(code, k) || !validFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	w.keys = keys
+	for _, k := range keys {
+		vv := h[k]
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			writeFieldValue(bw, v)
+			bw.WriteString("\r\n")
+		}
+	}
+}
+
+func writeFieldValue(bw *bufio.Writer, v string) {
+	for {
+		i := strings.IndexAny(v, "\r\n")
+		if i < 0 {
+			bw.WriteString(strings.TrimSpace(v))
+			return
+		}
+		bw.WriteString(v[:i])
+		bw.WriteByte(' ')
+		v = v[i+1:]
+	}
+}
+
+// excluded reports the fields a status forbids: no Content-Length or
+// Transfer-Encoding without a body, no Content-Type on 304 (net/http's
+// rules).
+func excluded(code int, k string) bool {
+	switch k {
+	case "Content-Length", "Transfer-Encoding":
+		return !bodyAllowedForStatus(code)
+	case "Content-Type":
+		return code == http.StatusNotModified
+	}
+	return false
+}
+
+// finish completes the response after the handler returned.
+func (w *response) finish() {
+	if w.hijacked {
+		return
+	}
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.committed {
+		w.commit(true)
+	}
+	if w.chunked && !w.failed {
+		bw := w.conn.bw
+		bw.WriteString("0\r\n")
+		w.writeTrailers()
+		bw.WriteString("\r\n")
+	}
+	if !w.noBody && w.contentLength >= 0 && w.written != w.contentLength {
+		// The handler wrote less than it declared: the client would
+		// take the next response for the rest of this one.
+		w.closeAfter = true
+	}
+	if w.failed {
+		return
+	}
+	if err := w.conn.bw.Flush(); err != nil {
+		w.failed = true
+	}
+}
+
+// hasTrailers reports whether the handler declared trailer fields, which
+// need a chunked body.
+func hasTrailers(h http.Header) bool {
+	if _, ok := h["Trailer"]; ok {
+		return true
+	}
+	for k := range h {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeTrailers writes the declared trailer fields that the handler set
+// after the header went out, and those named with http.TrailerPrefix.
+func (w *response) writeTrailers() {
+	bw := w.conn.bw
+	write := func(k string, vv []string) {
+		if !validFieldName(k) {
+			return
+		}
+		for _, v := range vv {
+			bw.WriteString(k)
+			bw.WriteString(": ")
+			writeFieldValue(bw, v)
+			bw.WriteString("\r\n")
+		}
+	}
+	for _, declared := range w.header["Trailer"] {
+		for _, k := range strings.Split(declared, ",") {
+			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
+			switch k {
+			case "", "Transfer-Encoding", "Trailer", "Content-Length":
+				continue
+			}
+			write(k, w.header[k])
+		}
+	}
+	for k, vv := range w.header {
+		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
+			write(http.CanonicalHeaderKey(name), vv)
+		}
+	}
+}
+
+// bodyAllowedForStatus: no body with 1xx, 204 and 304 (RFC 9110).
+func bodyAllowedForStatus(code int) bool {
+	switch {
+	case code >= 100 && code <= 199:
+		return false
+	case code == http.StatusNoContent, code == http.StatusNotModified:
+		return false
+	}
+	return true
+}
+
+// headerHasToken reports whether a comma-separated field contains token,
+// case-insensitively.
+func headerHasToken(vv []string, token string) bool {
+	for _, v := range vv {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// statusLines holds "200 OK\r\n" and the like, built once.
+var statusLines [1000]string
+
+func init() {
+	for code := 100; code <= 999; code++ {
+		if text := http.StatusText(code); text != "" {
+			statusLines[code] = strconv.Itoa(code) + " " + text + "\r\n"
+		} else {
+			statusLines[code] = strconv.Itoa(code) + " status code " + strconv.Itoa(code) + "\r\n"
+		}
+	}
+}
+
+func statusLine(code int) string { return statusLines[code] }
+
+// contentLengthString avoids an allocation for small bodies.
+var smallLengths [1024]string
+
+func init() {
+	for i := range smallLengths {
+		smallLengths[i] = strconv.Itoa(i)
+	}
+}
+
+func contentLengthString(n int) string {
+	if n < len(smallLengths) {
+		return smallLengths[n]
+	}
+	return strconv.Itoa(n)
+}
+
+// The Date field, formatted once a second.
+type dateValue struct {
+	sec int64
+	v   []string
+}
+
+var dateCache atomic.Pointer[dateValue]
+
+func httpDate() []string {
+	now := time.Now()
+	sec := now.Unix()
+	if d := dateCache.Load(); d != nil && d.sec == sec {
+		return d.v
+	}
+	d := &dateValue{sec: sec, v: []string{now.UTC().Format(http.TimeFormat)}}
+	dateCache.Store(d)
+	return d.v
+}

@@ -1,0 +1,265 @@
+// Package h1server serves an http.Handler over plain-text HTTP/1.x with
+// less work per request than net/http's server, for floodgate's public and
+// internal listeners (issue 5: the public side was ~40 % of a forwarded
+// request's time).
+//
+// What it keeps from net/http: the request parser (http.ReadRequest: the
+// request line, headers, Content-Length and chunked bodies, and the
+// request-smuggling checks that go with them), the Handler, ResponseWriter,
+// Flusher, Hijacker and ResponseController interfaces, the checks net/http's
+// server adds (Host, header names and values, protocol version, header size),
+// its keep-alive rules, Expect: 100-continue, and graceful shutdown.
+//
+// What it does differently, which is where the time goes:
+//   - the handler runs on the connection's goroutine, and a response that
+//     the handler finishes within 8 KiB is sent with its Content-Length in one
+//     write;
+//   - net/http starts a goroutine and a read on the connection for every
+//     request, to notice a client that goes away; here that watch starts only
+//     when a handler is still running after DisconnectCheck (50 ms): fast
+//     answers never pay for it, slow ones (an upstream building a file) are
+//     still cancelled when their client leaves;
+//   - header maps and buffers are reused from one request to the next on a
+//     connection.
+//
+// TLS and HTTP/2 stay with net/http's server.
+package h1server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"log"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DisconnectCheck is how long a handler may run before the server starts
+// watching its connection for the client going away (which cancels the
+// request's context).
+const DisconnectCheck = 50 * time.Millisecond
+
+// Server serves HTTP/1.x. Its exported fields mean what http.Server's of the
+// same name mean; set them before Serve.
+type Server struct {
+	Handler http.Handler
+
+	// ReadHeaderTimeout bounds the time from a request's first byte to the
+	// end of its head (slowloris). Zero: no limit.
+	ReadHeaderTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection after that long without a
+	// request. Zero: ReadHeaderTimeout if set, else no limit.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's line and headers. Zero: 64 KiB.
+	MaxHeaderBytes int
+	// ErrorLog receives handler panics and accept errors. Nil: the log
+	// package's standard logger.
+	ErrorLog *log.Logger
+	// BaseContext, if set, gives the base context of the requests of a
+	// listener.
+	BaseContext func(net.Listener) context.Context
+
+	mu         sync.Mutex
+	listeners  map[*net.Listener]struct{}
+	conns      map[*conn]struct{}
+	inShutdown atomic.Bool
+	connsDone  *sync.Cond // signalled when a connection ends
+}
+
+// Serve accepts connections on ln and serves each on its own goroutine. It
+// returns http.ErrServerClosed after Shutdown or Close, and otherwise the
+// listener's error. ln is closed when Serve returns.
+func (s *Server) Serve(ln net.Listener) error {
+	if s.Handler == nil {
+		return errors.New("h1server: nil Handler")
+	}
+	l := &ln
+	if !s.track(l, true) {
+		return http.ErrServerClosed
+	}
+	defer s.track(l, false)
+	defer ln.Close()
+	base := context.Background()
+	if s.BaseContext != nil {
+		base = s.BaseContext(ln)
+	}
+	var delay time.Duration
+	for {
+		rw, err := ln.Accept()
+		if err != nil {
+			if s.inShutdown.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				// Out of file descriptors and the like: back off as
+				// net/http does (5 ms doubling to 1 s).
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				s.logf("h1server: accept error: %v; retrying in %v", err, delay)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		c := newConn(s, rw, base)
+		if !s.trackConn(c, true) {
+			rw.Close()
+			return http.ErrServerClosed
+		}
+		go c.serve()
+	}
+}
+
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// Shutdown stops accepting connections, closes idle ones, and waits until
+// every request in flight has been answered and its connection closed, or
+// until ctx ends (then it returns ctx's error and leaves the rest to Close).
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.inShutdown.Store(true)
+	s.mu.Lock()
+	s.closeListenersLocked()
+	s.mu.Unlock()
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond().Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		for c := range s.conns {
+			c.closeIfIdle()
+		}
+		if len(s.conns) == 0 {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Woken when a connection ends or ctx does; idle connections
+		// that were busy a moment ago are closed on the next turn.
+		s.waitLocked(ctx)
+	}
+}
+
+// waitLocked waits for a connection to end, for at most 100 ms (a
+// connection that turns idle does not signal).
+func (s *Server) waitLocked(ctx context.Context) {
+	t := time.AfterFunc(100*time.Millisecond, func() {
+		s.mu.Lock()
+		s.cond().Broadcast()
+		s.mu.Unlock()
+	})
+	s.cond().Wait()
+	t.Stop()
+}
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error {
+	s.inShutdown.Store(true)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeListenersLocked()
+	for c := range s.conns {
+		c.rwc.Close()
+	}
+	return nil
+}
+
+func (s *Server) cond() *sync.Cond {
+	if s.connsDone == nil {
+		s.connsDone = sync.NewCond(&s.mu)
+	}
+	return s.connsDone
+}
+
+func (s *Server) closeListenersLocked() {
+	for l := range s.listeners {
+		(*l).Close()
+	}
+}
+
+func (s *Server) track(l *net.Listener, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.inShutdown.Load() {
+			return false
+		}
+		if s.listeners == nil {
+			s.listeners = map[*net.Listener]struct{}{}
+		}
+		s.listeners[l] = struct{}{}
+	} else {
+		delete(s.listeners, l)
+	}
+	return true
+}
+
+func (s *Server) trackConn(c *conn, add bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if add {
+		if s.inShutdown.Load() {
+			return false
+		}
+		if s.conns == nil {
+			s.conns = map[*conn]struct{}{}
+		}
+		s.conns[c] = struct{}{}
+	} else {
+		delete(s.conns, c)
+		s.cond().Broadcast()
+	}
+	return true
+}
+
+func (s *Server) logf(format string, args ...any) {
+	if s.ErrorLog != nil {
+		s.ErrorLog.Printf(format, args...)
+	} else {
+		log.Printf(format, args...)
+	}
+}
+
+func (s *Server) maxHeaderBytes() int {
+	if s.MaxHeaderBytes > 0 {
+		return s.MaxHeaderBytes
+	}
+	return 64 << 10
+}
+
+func (s *Server) idleTimeout() time.Duration {
+	if s.IdleTimeout > 0 {
+		return s.IdleTimeout
+	}
+	return s.ReadHeaderTimeout
+}
+
+// bufioWriterPool keeps the writers of connections that ended.
+var bufioReaderPool, bufioWriterPool sync.Pool
+
+func newBufioReader(r *connReader) *bufio.Reader {
+	if br, ok := bufioReaderPool.Get().(*bufio.Reader); ok {
+		br.Reset(r)
+		return br
+	}
+	return bufio.NewReaderSize(r, 4<<10)
+}
+
+func newBufioWriter(c net.Conn) *bufio.Writer {
+	if bw, ok := bufioWriterPool.Get().(*bufio.Writer); ok {
+		bw.Reset(c)
+		return bw
+	}
+	return bufio.NewWriterSize(c, 16<<10)
+}

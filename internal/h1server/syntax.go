@@ -1,0 +1,70 @@
+package h1server
+
+// The checks net/http's server makes on a parsed request with
+// golang.org/x/net/http/httpguts, written against RFC 9110 here so as not
+// to take a module for three tables.
+
+// tokenChars: tchar (RFC 9110 section 5.6.2).
+var tokenChars = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!#$%&'*+-.^_`|~" {
+		t[c] = true
+	}
+	return t
+}()
+
+// hostChars: what may appear in a Host field: a reg-name, an IPv4
+// address, a bracketed IPv6 literal (with a zone), a port, and the
+// sub-delims and percent-encoding of RFC 3986.
+var hostChars = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+		t[c-'a'+'A'] = true
+	}
+	for _, c := range "!$%&'()*+,-.:;=[]_~" {
+		t[c] = true
+	}
+	return t
+}()
+
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tokenChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// validFieldValue: no control characters but horizontal tab (RFC 9110
+// section 5.5); bytes from 0x80 are obs-text, allowed.
+func validFieldValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func validHost(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !hostChars[s[i]] {
+			return false
+		}
+	}
+	return true
+}
