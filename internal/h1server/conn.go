@@ -107,7 +107,8 @@ func (c *conn) serveOne() bool {
 		if d := s.idleTimeout(); d > 0 {
 			c.rwc.SetReadDeadline(time.Now().Add(d))
 		}
-		c.r.setReadLimit(1) // one byte: the start of the next request
+		// What arrives belongs to the next request's head.
+		c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
 		if _, err := c.br.Peek(1); err != nil {
 			return false
 		}
