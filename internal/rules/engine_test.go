@@ -331,3 +331,27 @@ func TestSharedConditions(t *testing.T) {
 		}
 	}
 }
+
+// TestMatchesCondition: matches() with a constant pattern (compiled once,
+// evaluated without CEL's generic call) matches as before, and an error
+// in its subject (a missing header) still makes the rule fail, not match.
+func TestMatchesCondition(t *testing.T) {
+	e := newEnv(t, `
+  - {name: miss, when: "request.headers['x-missing'].matches('a')", action: deny}
+  - {name: bots, when: "request.user_agent.matches('(?i)gptbot') && request.path.matches('/scores/?$')", action: deny}
+`)
+	for _, tc := range []struct{ ua, path, want string }{
+		{"GPTBot/1.2", "/api/v1/score-sets/x/scores", "bots"},
+		{"gptbot", "/scores/", "bots"},
+		{"Firefox", "/scores", "forward"},
+		{"GPTBot", "/scores/x", "forward"},
+	} {
+		e.obs.errs = nil
+		if v := e.eval("GET", tc.path, "192.0.2.1", "User-Agent", tc.ua); name(v) != tc.want {
+			t.Errorf("%s %s: %s, want %s", tc.ua, tc.path, name(v), tc.want)
+		}
+		if len(e.obs.errs) != 1 {
+			t.Errorf("%s %s: errors observed %v, want the missing header's", tc.ua, tc.path, e.obs.errs)
+		}
+	}
+}

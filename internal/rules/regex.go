@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -37,16 +38,35 @@ func matchesFactory(call interpreter.InterpretableCall, pattern string) (interpr
 	if err != nil {
 		return nil, err
 	}
-	return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(values ...ref.Val) ref.Val {
-		if len(values) != 2 {
-			return types.NoSuchOverloadErr()
+	if len(call.Args()) != 2 {
+		return nil, fmt.Errorf("matches: %d arguments, want 2", len(call.Args()))
+	}
+	return &matchesCall{InterpretableCall: call, in: call.Args()[0], m: m}, nil
+}
+
+// matchesCall evaluates s.matches(<constant pattern>) with the pattern
+// compiled once: only s is evaluated, and nothing is allocated (CEL's
+// generic call would build an argument slice and box the string).
+type matchesCall struct {
+	interpreter.InterpretableCall // ID, Function, OverloadID, Args: the call's
+	in                            interpreter.InterpretableV2
+	m                             *matcher
+}
+
+func (c *matchesCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	return c.match(c.in.Exec(frame))
+}
+func (c *matchesCall) Eval(act interpreter.Activation) ref.Val { return c.match(c.in.Eval(act)) }
+
+func (c *matchesCall) match(v ref.Val) ref.Val {
+	s, ok := v.(types.String)
+	if !ok {
+		if types.IsUnknownOrError(v) {
+			return v
 		}
-		in, ok := values[0].Value().(string)
-		if !ok {
-			return types.NoSuchOverloadErr()
-		}
-		return types.Bool(m.MatchString(in))
-	}), nil
+		return types.NoSuchOverloadErr()
+	}
+	return types.Bool(c.m.MatchString(string(s)))
 }
 
 // matcher is a compiled pattern with its prefilter.
