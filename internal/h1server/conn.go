@@ -31,6 +31,8 @@ type conn struct {
 	remoteAddr string
 	base       context.Context
 	state      atomic.Int32
+	served     bool // a request has been answered: waiting is idleness
+	linger     bool // closing with unread input: give the answer time to arrive before the reset
 
 	r  *connReader
 	br *bufio.Reader
@@ -39,7 +41,7 @@ type conn struct {
 }
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
-	c := &conn{srv: s, rwc: rwc, base: base}
+	c := &conn{srv: s, rwc: rwc, base: context.WithValue(base, http.LocalAddrContextKey, rwc.LocalAddr())}
 	if a := rwc.RemoteAddr(); a != nil {
 		c.remoteAddr = a.String()
 	}
@@ -66,6 +68,9 @@ func (c *conn) serve() {
 		}
 		if c.state.Load() != stateHijacked {
 			c.state.Store(stateClosed)
+			if c.linger {
+				c.lingerClose()
+			}
 			c.rwc.Close()
 			c.release()
 		}
@@ -77,6 +82,22 @@ func (c *conn) serve() {
 		if !c.serveOne() {
 			return
 		}
+	}
+}
+
+// rstAvoidanceDelay is how long a connection closed with unread input
+// waits after its answer, as net/http's does: closing at once would make
+// the kernel send a reset that can destroy the answer on its way.
+const rstAvoidanceDelay = 500 * time.Millisecond
+
+// lingerClose flushes, closes the writing side, and waits a little.
+func (c *conn) lingerClose() {
+	if c.bw != nil {
+		c.bw.Flush()
+	}
+	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		time.Sleep(rstAvoidanceDelay)
 	}
 }
 
@@ -104,7 +125,15 @@ func (c *conn) serveOne() bool {
 		return false
 	}
 	if c.br.Buffered() == 0 {
-		if d := s.idleTimeout(); d > 0 {
+		// Before its first request, a connection has ReadHeaderTimeout
+		// to start one (as with net/http): an idle keep-alive timeout
+		// for connections that never sent anything would let a client
+		// hold sockets for nothing.
+		d := s.idleTimeout()
+		if !c.served && s.ReadHeaderTimeout > 0 {
+			d = s.ReadHeaderTimeout
+		}
+		if d > 0 {
 			c.rwc.SetReadDeadline(time.Now().Add(d))
 		}
 		// What arrives belongs to the next request's head.
@@ -229,6 +258,7 @@ func (c *conn) handle(req *http.Request) bool {
 
 	w := &c.w
 	w.reset(req)
+	defer w.release()
 	if len(req.TransferEncoding) > 0 || !req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
 		// A request with both Content-Length and Transfer-Encoding may
 		// be smuggling another, and RFC 9112 section 6.1 says to close
@@ -239,22 +269,32 @@ func (c *conn) handle(req *http.Request) bool {
 		// with a body, ends its connection.
 		w.closeAfter = true
 	}
-	if expectsContinue(req) {
-		// Sent before the body's first read, if the handler reads it.
-	} else if req.Header.Get("Expect") != "" {
+	if !expectsContinue(req) && req.Header.Get("Expect") != "" {
 		w.closeAfter = true
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.finish()
 		return false
 	}
+	var body *requestBody
 	if req.Body != http.NoBody {
-		w.reqBody = requestBody{rc: req.Body, w: w}
-		w.body = &w.reqBody
-		w.body.continueOK = expectsContinue(req) && req.ProtoAtLeast(1, 1) && req.ContentLength != 0
-		req.Body = w.body
+		// One per request: a Read after the handler returned (by a
+		// goroutine it started) finds it closed, never the next
+		// request's bytes.
+		body = &requestBody{rc: req.Body, w: w}
+		w.body = body
+		// Sent before the body's first read, if the handler reads it.
+		w.continuePending = expectsContinue(req) && req.ProtoAtLeast(1, 1) && req.ContentLength != 0
+		req.Body = body
 	} else {
 		c.r.arm()
 	}
+	handled := false
+	defer func() {
+		if !handled { // the handler panicked: nothing may read on
+			body.shut()
+			c.r.disarm()
+		}
+	}()
 	if req.Method == http.MethodOptions && req.RequestURI == "*" {
 		// A question about the server, not a resource: net/http's
 		// answer (200, empty), never the handler's.
@@ -262,11 +302,21 @@ func (c *conn) handle(req *http.Request) bool {
 	} else {
 		c.srv.Handler.ServeHTTP(w, req)
 	}
+	handled = true
 	if w.hijacked {
 		return false
 	}
+	// The body first, then the watch: a Read finishing now could arm it
+	// again.
+	if body.shut() {
+		// A goroutine of the handler's was reading it: where the next
+		// request starts is unknown.
+		w.closeAfter = true
+		c.linger = true
+	}
 	c.r.disarm()
 	w.finish()
+	c.served = true
 	return !w.closeAfter && !w.failed
 }
 
@@ -278,75 +328,96 @@ func expectsContinue(req *http.Request) bool {
 // requestBody is the handler's view of the request body: it sends
 // 100 Continue before the first read when the client asked for it, and
 // notes when the body has been read to its end (then the connection may be
-// watched for the client going away).
+// watched for the client going away). Reads hold mu; once shut (the
+// handler returned), reads fail.
 type requestBody struct {
-	rc         io.ReadCloser
-	w          *response
-	continueOK bool // the client waits for 100 Continue
-	eof        bool
-	closed     bool
-	err        error
+	rc io.ReadCloser
+	w  *response
+
+	mu     sync.Mutex
+	eof    bool  // read to its end
+	shut_  bool  // the handler returned
+	closed bool  // the handler closed it
+	err    error // a read failed: the connection cannot carry another request
 }
 
 func (b *requestBody) Read(p []byte) (int, error) {
-	if b.closed {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case b.shut_ || b.closed:
 		return 0, http.ErrBodyReadAfterClose
-	}
-	if b.eof {
+	case b.eof:
 		return 0, io.EOF
-	}
-	if b.err != nil {
+	case b.err != nil:
 		return 0, b.err
 	}
-	if b.continueOK {
-		b.continueOK = false
-		if !b.w.committed {
-			c := b.w.conn
-			c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
-			if err := c.bw.Flush(); err != nil {
-				b.w.failed = true
-				b.err = err
-				return 0, err
-			}
-		}
+	if err := b.w.sendContinue(); err != nil {
+		b.err = err
+		return 0, err
 	}
 	n, err := b.rc.Read(p)
 	if err == io.EOF {
 		b.eof = true
 		b.w.conn.r.arm()
 	} else if err != nil {
-		// A malformed or truncated body: the connection cannot carry
-		// another request.
+		// A malformed or truncated body.
 		b.err = err
-		b.w.closeAfter = true
 	}
 	return n, err
 }
 
 func (b *requestBody) Close() error {
+	b.mu.Lock()
 	b.closed = true
+	b.mu.Unlock()
 	return nil
+}
+
+// shut ends the handler's use of the body: later reads fail. A read in
+// progress (a goroutine of the handler's) is interrupted first; shut then
+// reports true. On a nil body, it does nothing.
+func (b *requestBody) shut() (interrupted bool) {
+	if b == nil {
+		return false
+	}
+	if !b.mu.TryLock() {
+		c := b.w.conn
+		c.rwc.SetReadDeadline(aLongTimeAgo)
+		b.mu.Lock()
+		c.rwc.SetReadDeadline(time.Time{})
+		interrupted = true
+	}
+	b.shut_ = true
+	b.mu.Unlock()
+	return interrupted
 }
 
 // drain reads what is left of the body, up to 256 KiB (net/http's
 // allowance), so that the connection can carry the next request. It
-// reports whether the body was read to its end.
-func (b *requestBody) drain() bool {
-	if b.eof {
-		return true
-	}
-	if b.err != nil || b.continueOK {
-		// Never asked the client for the body (no 100 Continue sent):
-		// it may not send it, and what it sends instead cannot be told
-		// apart from it.
+// reports whether the body was read to its end. neverAsked: the client
+// waits for 100 Continue, which was not sent: it may not send the body,
+// and what it sends instead cannot be told apart from it. A body another
+// goroutine is reading is not waited for (false).
+func (b *requestBody) drain(neverAsked bool) bool {
+	if !b.mu.TryLock() {
 		return false
 	}
-	n, err := io.CopyN(io.Discard, b.rc, 256<<10)
+	defer b.mu.Unlock()
+	switch {
+	case b.eof:
+		return true
+	case b.err != nil, neverAsked:
+		return false
+	}
+	_, err := io.CopyN(io.Discard, b.rc, 256<<10)
 	if err == io.EOF {
 		b.eof = true
 		return true
 	}
-	_ = n
+	if err != nil {
+		b.err = err
+	}
 	return false
 }
 

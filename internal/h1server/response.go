@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -25,7 +26,12 @@ type response struct {
 	header  http.Header  // the handler's
 	sent    http.Header  // the header as it was at WriteHeader, if the handler changed it after; else header
 	body    *requestBody // nil: the request has no body
-	reqBody requestBody  // what body points to
+
+	// cmu serializes 1xx answers, which may come from goroutines of the
+	// handler's (a body read sends 100 Continue; ReverseProxy relays an
+	// upstream's 1xx from its transport), with the header's commit.
+	cmu             sync.Mutex
+	continuePending bool // the client waits for 100 Continue, not sent yet
 
 	status        int
 	wroteHeader   bool  // the final status is set (WriteHeader or the first Write)
@@ -44,16 +50,25 @@ type response struct {
 }
 
 func (w *response) reset(req *http.Request) {
-	clear(w.header)
-	*w = response{
-		conn:          w.conn,
-		req:           req,
-		header:        w.header,
-		buf:           w.buf[:0],
-		keys:          w.keys[:0],
-		status:        http.StatusOK,
-		contentLength: -1,
-		closeAfter:    req.Close,
+	w.req, w.sent, w.body, w.continuePending = req, nil, nil, false
+	w.status, w.wroteHeader, w.committed, w.chunked, w.noBody = http.StatusOK, false, false, false, false
+	w.contentLength, w.written, w.buf = -1, 0, w.buf[:0]
+	w.closeAfter, w.failed, w.hijacked, w.fullDuplex = req.Close, false, false, false
+}
+
+// release lets go of what the request referenced, once it is answered:
+// an idle connection keeps no request, header or body alive, and no
+// oversized map or slice.
+func (w *response) release() {
+	w.req, w.sent, w.body = nil, nil, nil
+	if len(w.header) > 64 {
+		w.header = make(http.Header, 16)
+	} else {
+		clear(w.header)
+	}
+	clear(w.keys[:cap(w.keys)])
+	if cap(w.keys) > 64 {
+		w.keys = nil
 	}
 }
 
@@ -92,25 +107,41 @@ func (w *response) WriteHeader(code int) {
 }
 
 // writeInformational sends a 1xx answer (103 Early Hints, say) at once,
-// with the header as it stands, to HTTP/1.1 clients.
+// with the header as it stands, to HTTP/1.1 clients. It may be called from
+// a goroutine of the handler's (ReverseProxy relays an upstream's 1xx from
+// its transport's), hence cmu; a write error shows on the final answer.
 func (w *response) writeInformational(code int) {
-	if w.committed || !w.req.ProtoAtLeast(1, 1) {
-		return
-	}
-	if code == http.StatusContinue && w.body != nil {
-		if !w.body.continueOK {
+	w.cmu.Lock()
+	defer w.cmu.Unlock()
+	if code == http.StatusContinue {
+		if !w.continuePending {
 			return // sent already, or not asked for
 		}
-		w.body.continueOK = false
+		w.continuePending = false
+	}
+	if w.committed || w.hijacked || !w.req.ProtoAtLeast(1, 1) {
+		return
 	}
 	bw := w.conn.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(statusLine(code))
-	w.writeHeaderFields(w.header, code)
+	w.writeHeaderFields(w.header, code, false)
 	bw.WriteString("\r\n")
-	if bw.Flush() != nil {
-		w.failed = true
+	bw.Flush()
+}
+
+// sendContinue sends 100 Continue if the client waits for it: the
+// handler is reading the body (on whatever goroutine).
+func (w *response) sendContinue() error {
+	w.cmu.Lock()
+	defer w.cmu.Unlock()
+	if !w.continuePending {
+		return nil
 	}
+	w.continuePending = false
+	bw := w.conn.bw
+	bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+	return bw.Flush()
 }
 
 func (w *response) Write(p []byte) (int, error) {
@@ -222,6 +253,10 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, err
 		}
 	}
+	w.cmu.Lock()
+	w.continuePending = false
+	w.cmu.Unlock()
+	w.body.shut() // its bytes are the caller's now
 	c.r.disarm()
 	if c.r.hasByte {
 		// The background read took the next request's first byte: put
@@ -253,9 +288,14 @@ func (w *response) EnableFullDuplex() error {
 
 // commit writes the status line and header into the connection's buffer,
 // then what the handler wrote so far. final: the handler has returned, so
-// the length of the body is known.
+// the length of the body is known. The fields the server adds (Date,
+// Content-Length, a sniffed Content-Type, Connection, Transfer-Encoding)
+// are written after the handler's, never put in its map.
 func (w *response) commit(final bool) {
-	w.committed = true
+	w.cmu.Lock()
+	neverAsked := w.continuePending
+	w.continuePending, w.committed = false, true
+	w.cmu.Unlock()
 	c, h, code := w.conn, w.sent, w.status
 	if h == nil {
 		h = w.header
@@ -267,47 +307,50 @@ func (w *response) commit(final bool) {
 	// The rest of the request body, read now so that the connection can
 	// carry another request (and a client that sends all of its request
 	// before reading the answer does not deadlock).
-	if b := w.body; b != nil && !w.closeAfter && !w.fullDuplex && !b.drain() {
+	if b := w.body; b != nil && !w.closeAfter && !w.fullDuplex && !b.drain(neverAsked) {
 		w.closeAfter = true
+		c.linger = true
 	}
-	if v, ok := h["Connection"]; ok && len(v) > 0 && headerHasToken(v, "close") {
+	if v := h["Connection"]; len(v) > 0 && headerHasToken(v, "close") {
 		w.closeAfter = true
 	}
 	if c.srv.inShutdown.Load() {
 		w.closeAfter = true
 	}
-	te := h.Get("Transfer-Encoding")
-	delete(h, "Transfer-Encoding")
+	te := ""
+	if v := h["Transfer-Encoding"]; len(v) > 0 {
+		te = v[0]
+	}
 	trailers := hasTrailers(h)
+	var length string // a Content-Length to add
 	switch {
 	case w.noBody:
 		// Nothing follows the header.
+		if isHead && final && w.contentLength < 0 && len(w.buf) > 0 && bodyAllowed {
+			length = contentLengthString(len(w.buf))
+		}
 	case w.contentLength >= 0:
 		// Declared by the handler.
 	case final && !trailers && te == "":
 		w.contentLength = int64(len(w.buf))
-		h["Content-Length"] = []string{contentLengthString(len(w.buf))}
+		length = contentLengthString(len(w.buf))
 	case te == "identity" || !w.req.ProtoAtLeast(1, 1):
 		// Delimited by closing the connection.
 		w.closeAfter = true
 	default:
 		w.chunked = true
 	}
-	if isHead && final && w.contentLength < 0 && len(w.buf) > 0 && bodyAllowed {
-		h["Content-Length"] = []string{contentLengthString(len(w.buf))}
-	}
-	if bodyAllowed && len(w.buf) > 0 && len(h["Content-Encoding"]) == 0 {
-		if _, ok := h["Content-Type"]; !ok && te == "" {
-			h["Content-Type"] = []string{http.DetectContentType(w.buf)}
+	var ctype string
+	if bodyAllowed && len(w.buf) > 0 && len(h["Content-Encoding"]) == 0 && te == "" {
+		if _, ok := h["Content-Type"]; !ok {
+			ctype = http.DetectContentType(w.buf)
 		}
 	}
-	if _, ok := h["Date"]; !ok {
-		h["Date"] = httpDate()
-	}
+	var connection string
 	if w.closeAfter {
-		h["Connection"] = connectionClose
+		connection = "close"
 	} else if !w.req.ProtoAtLeast(1, 1) {
-		h["Connection"] = connectionKeepAlive
+		connection = "keep-alive"
 	}
 
 	bw := c.bw
@@ -317,7 +360,21 @@ func (w *response) commit(final bool) {
 		bw.WriteString("HTTP/1.0 ")
 	}
 	bw.WriteString(statusLine(code))
-	w.writeHeaderFields(h, code)
+	w.writeHeaderFields(h, code, connection != "")
+	if _, ok := h["Date"]; !ok {
+		bw.WriteString("Date: ")
+		bw.WriteString(httpDate())
+		bw.WriteString("\r\n")
+	}
+	for _, f := range [...]struct{ k, v string }{
+		{"Content-Length: ", length}, {"Content-Type: ", ctype}, {"Connection: ", connection},
+	} {
+		if f.v != "" {
+			bw.WriteString(f.k)
+			bw.WriteString(f.v)
+			bw.WriteString("\r\n")
+		}
+	}
 	if w.chunked {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
@@ -332,22 +389,18 @@ func (w *response) commit(final bool) {
 	}
 }
 
-var (
-	connectionClose     = []string{"close"}
-	connectionKeepAlive = []string{"keep-alive"}
-)
-
-// writeHeaderFields writes the handler's header fields, leaving out those
-// the status forbids, names that are not tokens, and turning line breaks
-// in values into spaces (net/http does the same: a handler cannot inject
+// writeHeaderFields writes the handler's header fields in name order (as
+// net/http does: the same answer always reads the same), leaving out
+// Transfer-Encoding (the server frames the body), Connection when the
+// server sets it, those the status forbids, names that are not tokens,
+// and turning line breaks in values into spaces (a handler cannot inject
 // fields).
-func (w *response) writeHeaderFields(h http.Header, code int) {
+func (w *response) writeHeaderFields(h http.Header, code int, skipConnection bool) {
 	bw := w.conn.bw
-	// In name order, as net/http writes them: the same answer always
-	// reads the same.
 	keys := w.keys[:0]
 	for k := range h {
-		if excluded(code, k) || !validFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+		if k == "Transfer-Encoding" || skipConnection && k == "Connection" || excluded(code, k) ||
+			!validFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
 			continue
 		}
 		keys = append(keys, k)
@@ -355,8 +408,7 @@ func (w *response) writeHeaderFields(h http.Header, code int) {
 	slices.Sort(keys)
 	w.keys = keys
 	for _, k := range keys {
-		vv := h[k]
-		for _, v := range vv {
+		for _, v := range h[k] {
 			bw.WriteString(k)
 			bw.WriteString(": ")
 			writeFieldValue(bw, v)
@@ -525,18 +577,18 @@ func contentLengthString(n int) string {
 // The Date field, formatted once a second.
 type dateValue struct {
 	sec int64
-	v   []string
+	v   string
 }
 
 var dateCache atomic.Pointer[dateValue]
 
-func httpDate() []string {
+func httpDate() string {
 	now := time.Now()
 	sec := now.Unix()
 	if d := dateCache.Load(); d != nil && d.sec == sec {
 		return d.v
 	}
-	d := &dateValue{sec: sec, v: []string{now.UTC().Format(http.TimeFormat)}}
+	d := &dateValue{sec: sec, v: now.UTC().Format(http.TimeFormat)}
 	dateCache.Store(d)
 	return d.v
 }

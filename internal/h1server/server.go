@@ -86,6 +86,18 @@ func (s *Server) Serve(ln net.Listener) error {
 	if s.BaseContext != nil {
 		base = s.BaseContext(ln)
 	}
+	// Handlers find the server in their request's context as under
+	// net/http: ReverseProxy and internal/forward abort an answer whose
+	// upstream broke mid-body (panic(http.ErrAbortHandler)) only then,
+	// instead of ending it as if it were complete. The http.Server here
+	// carries this server's settings; it never serves.
+	base = context.WithValue(base, http.ServerContextKey, &http.Server{
+		Handler:           s.Handler,
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
+		IdleTimeout:       s.IdleTimeout,
+		MaxHeaderBytes:    s.maxHeaderBytes(),
+		ErrorLog:          s.ErrorLog,
+	})
 	var delay time.Duration
 	for {
 		rw, err := ln.Accept()
