@@ -743,11 +743,12 @@ func compareCases() []cmpCase {
 				w.Header().Set("Transfer-Encoding", "chunked")
 				io.WriteString(w, "hello")
 			},
-			// BUG: a buffered answer that must be chunked (the handler set
-			// "Transfer-Encoding: chunked", or declared trailers) is
-			// committed by finish, which then skips the last chunk
-			// ("0\r\n\r\n"): the body never ends; the client waits or
-			// reads the next answer as chunk data. net/http ends it.
+			// Regression: a buffered answer that must be chunked (the
+			// handler set "Transfer-Encoding: chunked", or declared
+			// trailers) is committed by finish, which still ends it with the
+			// last chunk ("0\r\n\r\n"), as net/http does: without it the
+			// body never ends, and the client waits or reads the next answer
+			// as chunk data.
 		},
 		{name: "content-length-declared-large-exact", in: get11 + get11, n: 2,
 			h: func(w http.ResponseWriter, r *http.Request, _ func(string, ...any)) {
@@ -834,24 +835,24 @@ func compareCases() []cmpCase {
 				w.Header().Set("X-Late", "1")
 				io.WriteString(w, "ok")
 			},
-			// BUG: http.ResponseWriter's contract (and net/http): "Changing
-			// the header map after a call to WriteHeader (or Write) has no
-			// effect unless the HTTP status code was of the 1xx class or the
-			// modified headers are trailers." net/http sends no X-Late;
-			// h1server sends the header map as it is when the response is
-			// committed (at the handler's return for a buffered answer), so
-			// X-Late goes out.
+			// Regression: http.ResponseWriter's contract (and net/http):
+			// "Changing the header map after a call to WriteHeader (or
+			// Write) has no effect unless the HTTP status code was of the 1xx
+			// class or the modified headers are trailers." net/http sends no
+			// X-Late; neither does h1server, which sends the header as it was
+			// at WriteHeader even when the response is committed later (at
+			// the handler's return for a buffered answer).
 		},
 		{name: "content-encoding-no-sniff", in: get11,
 			h: func(w http.ResponseWriter, r *http.Request, _ func(string, ...any)) {
 				w.Header().Set("Content-Encoding", "gzip")
 				w.Write([]byte{0x1f, 0x8b, 0x08, 0, 0, 0, 0, 0, 0, 0xff})
 			},
-			// BUG: net/http does not sniff a Content-Type when the handler
-			// set a Content-Encoding (go.dev/issue/31753): the sniffed type
-			// would describe the encoded bytes ("application/x-gzip"), and a
-			// browser decoding the gzip then offers the page as a download.
-			// h1server sniffs anyway.
+			// Regression: net/http does not sniff a Content-Type when the
+			// handler set a Content-Encoding (go.dev/issue/31753): the
+			// sniffed type would describe the encoded bytes
+			// ("application/x-gzip"), and a browser decoding the gzip then
+			// offers the page as a download. Neither does h1server.
 		},
 		// --- trailers ---
 		{name: "trailer-declared-set-after-writeheader", in: get11 + get11, n: 2,
@@ -866,11 +867,11 @@ func compareCases() []cmpCase {
 				w.Header().Set("AtEnd2", "value 2")
 				w.Header().Set("AtEnd3", "value 3")
 			},
-			// BUG: net/http sends AtEnd1..3 only in the trailer section;
-			// h1server (which commits the buffered answer at the handler's
-			// return) also sends them as header fields, because the header
-			// map by then holds them: the trailer values leak into the
-			// header (see header-set-after-writeheader-ignored).
+			// Regression: net/http sends AtEnd1..3 only in the trailer
+			// section; so does h1server, although it commits the buffered
+			// answer at the handler's return, when the header map holds
+			// them: the trailer values must not leak into the header (see
+			// header-set-after-writeheader-ignored).
 		},
 		{name: "trailer-declared-after-flush", in: get11 + get11, n: 2,
 			h: func(w http.ResponseWriter, r *http.Request, _ func(string, ...any)) {
@@ -889,8 +890,9 @@ func compareCases() []cmpCase {
 				w.Header().Set(http.TrailerPrefix+"X-Early-Trailer", "v")
 				io.WriteString(w, "body")
 			}},
-		// BUG: as header-set-after-writeheader-ignored: X-Sum, set after
-		// the body was written, goes out as a header field with h1server.
+		// Regression: as header-set-after-writeheader-ignored: X-Sum, set
+		// after the body was written, does not go out as a header field
+		// (net/http sends none either).
 		{name: "trailer-declared-http10", in: get10,
 			h: func(w http.ResponseWriter, r *http.Request, _ func(string, ...any)) {
 				w.Header().Set("Trailer", "X-Sum")
@@ -935,9 +937,9 @@ func compareCases() []cmpCase {
 		}},
 		{name: "expect-100-continue-http10", in: "POST / HTTP/1.0\r\nConnection: keep-alive\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello"},
 		{name: "expect-something-else-417", in: "POST / HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nContent-Length: 5\r\n\r\nhello" + get11, n: 2},
-		// BUG: an empty Expect field holds no expectation; net/http
-		// ignores it and serves the request; h1server answers 417
-		// Expectation Failed and closes.
+		// Regression: an empty Expect field holds no expectation; net/http
+		// ignores it and serves the request, and so does h1server (no 417
+		// Expectation Failed, no close).
 		{name: "expect-empty-value", in: "GET / HTTP/1.1\r\nHost: x\r\nExpect:\r\n\r\n" + get11, n: 2},
 		{name: "expect-100-continue-with-other", in: "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue, foo\r\nContent-Length: 5\r\n\r\nhello" + get11, n: 2,
 			// Deliberate: RFC 9110 section 10.1.1 lets a server answer 417
@@ -1083,11 +1085,12 @@ func compareCases() []cmpCase {
 		{name: "head-just-under-limit", in: "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", testMaxHeaderBytes) + "\r\n\r\n"},
 		{name: "unknown-method-token", in: "FOO_BAR /x HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{name: "invalid-method", in: "G@T / HTTP/1.1\r\nHost: x\r\n\r\n", errorOnly: true},
-		// BUG: the four below get no answer from h1server; net/http answers
-		// 400. http.ReadRequest fails with a *url.Error, which implements
-		// net.Error, and h1server's rejectRequest takes every net.Error for
-		// a client gone away (net/http stays silent only for EOF, timeouts
-		// and *net.OpError reads).
+		// Regression: the four below get a 400 from h1server, as from
+		// net/http. http.ReadRequest fails with a *url.Error, which
+		// implements net.Error but is no failed read: h1server's
+		// rejectRequest, like net/http, stays silent only for EOF,
+		// timeouts and *net.OpError reads (a client gone away), not for
+		// every net.Error.
 		{name: "nul-in-request-uri", in: "GET /a\x00b HTTP/1.1\r\nHost: x\r\n\r\n", errorOnly: true},
 		{name: "del-in-request-uri", in: "GET /a\x7fb HTTP/1.1\r\nHost: x\r\n\r\n", errorOnly: true},
 		{name: "request-uri-not-origin-form", in: "GET a/b HTTP/1.1\r\nHost: x\r\n\r\n", errorOnly: true},
@@ -1095,10 +1098,12 @@ func compareCases() []cmpCase {
 		{name: "request-uri-with-fragment", in: "GET /a#frag HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{name: "request-uri-long", in: "GET /" + strings.Repeat("p", 2000) + " HTTP/1.1\r\nHost: x\r\n\r\n"},
 		{name: "transfer-encoding-text-in-request-line", in: "GET / transfer encoding\r\nHost: x\r\n\r\n",
-			// BUG: h1server picks 501 by looking for "transfer encoding" in
-			// the parse error's text, which quotes the client's bytes: a
-			// malformed request line (or header line) containing those words
-			// gets 501 Not Implemented instead of net/http's 400.
+			// Regression: the parse error's text quotes the client's bytes,
+			// so h1server picks 501 only by how the error starts (an
+			// unsupported transfer coding), not by finding "transfer
+			// encoding" anywhere in it: a malformed request line (or header
+			// line) containing those words gets net/http's 400, not 501 Not
+			// Implemented.
 			errorOnly: true},
 		{
 			name: "leading-bare-lf-before-first-request", in: "\n" + get11,
@@ -1115,15 +1120,15 @@ func compareCases() []cmpCase {
 		},
 		{
 			name: "leading-crlf-before-first-request", in: "\r\n" + get11,
-			// BUG: h1server means to skip a CRLF before a request (as the
-			// bare-LF case above shows, and as its comment says), but on a
-			// fresh connection it has read just one byte ("\r") when it
-			// looks, discards that, and then parses the "\n" as an empty
-			// request line: 400. (net/http answers 400 here too, since it
-			// only skips after a POST, so only the check below fails.)
+			// Regression: h1server skips a CRLF before a request (as it
+			// skips the bare LF above) on a fresh connection too, where it
+			// may have read just the "\r" when it looks: it takes the whole
+			// CRLF, so the "\n" is not parsed as an empty request line (a
+			// 400). (net/http answers 400 here, since it only skips after a
+			// POST, so only the check below holds this.)
 			check: func(t *testing.T, _, h1 *result) {
 				if len(h1.Final) != 1 || h1.Final[0].Status != 200 {
-					t.Errorf("BUG: h1server does not skip a leading CRLF on a fresh connection: got %+v", h1.Final)
+					t.Errorf("h1server does not skip a leading CRLF on a fresh connection: got %+v", h1.Final)
 				}
 			},
 			ignore: []string{"final", "reached", "closed"},
@@ -1131,9 +1136,10 @@ func compareCases() []cmpCase {
 		{name: "crlf-after-post-body-same-write", in: "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello\r\n" + get11, n: 2},
 		{name: "crlf-after-post-body-next-write", steps: []step{
 			{send: "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", final: 1},
-			// BUG: net/http skips the CRLF an old client sends after a POST
-			// body; h1server, whose buffer is empty here, reads one byte,
-			// discards the "\r", and answers 400 to the "\n".
+			// Regression: net/http skips the CRLF an old client sends after
+			// a POST body; so does h1server when its buffer is empty here:
+			// it takes the whole CRLF, not just the "\r" (the "\n" alone
+			// would get a 400).
 			{send: "\r\n" + get11, final: 1},
 		}},
 		// --- handlers that panic or hijack ---
@@ -1174,14 +1180,14 @@ func compareCases() []cmpCase {
 				note("write after hijack: %v", err)
 			}},
 		{name: "hijack-after-writeheader-101", in: "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n", raw: true,
-			// BUG: net/http's Hijack sends the status and header the handler
-			// set with WriteHeader before handing over the connection (this
-			// is how e.g. github.com/coder/websocket answers an upgrade:
-			// WriteHeader(101), then Hijack). h1server sends nothing: the
-			// client gets only the raw bytes, with no 101. Even when the
-			// 101 is flushed, h1server drops "Connection: Upgrade" (it
-			// deletes the handler's Connection field on every kept-alive
-			// HTTP/1.1 answer), which browsers require.
+			// Regression: net/http's Hijack sends the status and header the
+			// handler set with WriteHeader before handing over the connection
+			// (this is how e.g. github.com/coder/websocket answers an
+			// upgrade: WriteHeader(101), then Hijack); so does h1server's:
+			// the client gets the 101, then the raw bytes. And h1server keeps
+			// the handler's "Connection: Upgrade", which browsers require: it
+			// replaces the handler's Connection field only when it sends one
+			// of its own (close, or keep-alive to an HTTP/1.0 client).
 			h: func(w http.ResponseWriter, r *http.Request, note func(string, ...any)) {
 				w.Header().Set("Connection", "Upgrade")
 				w.Header().Set("Upgrade", "websocket")
@@ -1522,17 +1528,17 @@ func TestShutdownIgnoresHijackedConnection(t *testing.T) {
 			c, br := dial(t, addr)
 			io.WriteString(c, get11)
 			wait(t, hijacked, "the hijack")
-			// BUG: net/http's Shutdown "does not attempt to close nor
+			// Regression: net/http's Shutdown "does not attempt to close nor
 			// wait for hijacked connections such as WebSockets": with only
 			// a hijacked connection left, it returns nil even for a
-			// context already done. h1server keeps a hijacked connection
-			// in its set until the handler returns, so Shutdown waits for
-			// it (a WebSocket session: for its whole life) and returns the
-			// context's error.
+			// context already done. So does h1server's: a connection leaves
+			// its set when it is hijacked, not when the handler returns, so
+			// Shutdown does not wait for it (a WebSocket session: for its
+			// whole life).
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			if err := s.Shutdown(ctx); err != nil {
-				t.Errorf("BUG: Shutdown with only a hijacked connection: %v, want nil", err)
+				t.Errorf("Shutdown with only a hijacked connection: %v, want nil", err)
 			}
 			io.WriteString(c, "ping\n")
 			if line, err := br.ReadString('\n'); line != "ping\n" {
@@ -1555,12 +1561,13 @@ func TestCloseLeavesHijackedConnection(t *testing.T) {
 			io.WriteString(c, get11)
 			wait(t, hijacked, "the hijack")
 			s.Close()
-			// BUG: net/http's Close leaves hijacked connections alone (they
-			// are the handler's); h1server's Close closes them while their
-			// handler still runs, cutting e.g. proxied WebSockets.
+			// Regression: net/http's Close leaves hijacked connections alone
+			// (they are the handler's); so does h1server's, even while their
+			// handler still runs: closing them would cut e.g. proxied
+			// WebSockets.
 			io.WriteString(c, "ping\n")
 			if line, err := br.ReadString('\n'); line != "ping\n" {
-				t.Errorf("BUG: hijacked connection after Close: %q, %v; want it left open", line, err)
+				t.Errorf("hijacked connection after Close: %q, %v; want it left open", line, err)
 			}
 			c.Close()
 			wait(t, done, "the handler to return")

@@ -335,15 +335,18 @@ func TestHostileInputNeverReachesHandler(t *testing.T) {
 		{"head-too-large", "GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 3*testMaxHeaderBytes) + "\r\n\r\n", 431},
 		{"many-headers-too-large", "GET / HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X-A: b\r\n", testMaxHeaderBytes) + "\r\n", 431},
 		{"expect-unknown", "POST / HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nContent-Length: 5\r\n\r\nhello", 417},
-		// BUG: the inputs below reach the handler or get no answer; see
-		// the cases of the same names in compare_test.go.
+		// Regression: the inputs below are refused with net/http's answer,
+		// without reaching the handler; see the cases of the same names in
+		// compare_test.go.
 		{"empty-host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", 400},
 		// nul-in-request-uri, del-in-request-uri, bad-percent: a
-		// *url.Error taken for a network error, no answer (net/http: 400).
+		// *url.Error is a net.Error but no failed read: 400, as with
+		// net/http (not the silence kept for a client gone away).
 		{"nul-in-request-uri", "GET /a\x00b HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 		{"del-in-request-uri", "GET /a\x7fb HTTP/1.1\r\nHost: x\r\n\r\n", 400},
 		{"bad-percent-in-request-uri", "GET /a%zz HTTP/1.1\r\nHost: x\r\n\r\n", 400},
-		// transfer-encoding-text-in-request-line: 501 (net/http: 400).
+		// transfer-encoding-text-in-request-line: 400, as with net/http,
+		// not 501 (the words are the client's, not an unsupported coding).
 		{"transfer-encoding-text-in-request-line", "GET / transfer encoding\r\nHost: x\r\n\r\n", 400},
 	}
 	for _, tc := range cases {
@@ -395,9 +398,11 @@ func TestHostileInputNeverReachesHandler(t *testing.T) {
 // frames by Content-Length would otherwise see the rest as the same request
 // while the server sees another one (request smuggling).
 //
-// BUG: h1server, like net/http (whose parser it uses: http.ReadRequest
-// drops the Content-Length silently), keeps the connection and serves the
-// smuggled request.
+// Regression: net/http keeps the connection and serves the smuggled
+// request. h1server uses its parser, http.ReadRequest, which drops the
+// Content-Length silently, so such a request cannot be told apart once
+// parsed: h1server closes the connection after every chunked request and
+// after every HTTP/1.0 request with a body.
 func TestContentLengthWithTransferEncodingClosesConnection(t *testing.T) {
 	cases := map[string]string{
 		"http11-cl-and-te": "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" +
@@ -412,7 +417,7 @@ func TestContentLengthWithTransferEncodingClosesConnection(t *testing.T) {
 			defer srv.stop()
 			r := exchange(t, cmpCase{in: in, n: 2, halfClose: true}, srv)
 			if len(r.Final) != 1 || !r.Closed {
-				t.Errorf("BUG: got %d answers (handler reached by %q), want 1 and the connection closed", len(r.Final), r.Reached)
+				t.Errorf("got %d answers (handler reached by %q), want 1 and the connection closed", len(r.Final), r.Reached)
 			}
 		})
 	}

@@ -21,11 +21,11 @@ const bufferLimit = 8 << 10
 // response is the handler's http.ResponseWriter. One per connection,
 // reset for every request.
 type response struct {
-	conn    *conn
-	req     *http.Request
-	header  http.Header  // the handler's
-	sent    http.Header  // the header as it was at WriteHeader, if the handler changed it after; else header
-	body    *requestBody // nil: the request has no body
+	conn   *conn
+	req    *http.Request
+	header http.Header  // the handler's
+	sent   http.Header  // the header as it was at WriteHeader, if the handler changed it after; else header
+	body   *requestBody // nil: the request has no body
 
 	// cmu serializes 1xx answers, which may come from goroutines of the
 	// handler's (a body read sends 100 Continue; ReverseProxy relays an
