@@ -30,8 +30,8 @@
 #   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
 #   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4,
 #     fwdproxy +5, h1front +6 (the last two are measurement aids, not in the default TARGETS:
-#     bench/fwdproxy is the forwarder alone, bench/h1front the gateway behind a minimal
-#     HTTP/1.1 loop instead of net/http's server)
+#     bench/fwdproxy is the forwarder alone behind net/http's server, bench/h1front the
+#     gateway behind a minimal, unsafe HTTP/1.1 loop instead of floodgate's own server)
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
 #   LATENCY [1]: 0 skips the latency measurement
 #   CPUPROFILE: run floodgate under bench/gwprof, which writes a CPU profile

@@ -1,13 +1,13 @@
-// Command h1front measures what floodgate would gain from a leaner public
-// side than net/http's server (issue 5's next step). It is a measurement
-// tool, not a server to run: it serves floodgate's real gateway
+// Command h1front is a measurement aid: floodgate's real gateway
 // (gateway.New on a configuration file: routes, rules, store, metrics,
 // forwarder) behind a minimal keep-alive HTTP/1.1 loop that reads GET
 // requests without bodies into a reused http.Request and writes each
-// response in one flush. It does none of what makes net/http's server
-// safe on the internet (no request bodies, no limits beyond a 64 KiB head,
-// no timeouts, no pipelining checks, no chunked requests): the numbers it
-// gives are the ceiling such a server could reach, nothing more.
+// response in one flush. It does none of what makes a server safe on the
+// internet (no request bodies, no limits beyond a 64 KiB head, no
+// timeouts, no pipelining checks, no chunked requests): it is not a server
+// to run. It measured what a leaner public side than net/http's server
+// would give (issue 5), which became internal/h1server; now it shows what
+// h1server's parsing and safety cost against no server at all.
 // bench/gateway.sh runs it as the h1front target.
 package main
 
