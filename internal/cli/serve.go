@@ -332,17 +332,16 @@ type httpServer interface {
 // listeners (plain text): h1server's unless server.engine says net/http,
 // with the same timeouts and limits as newServer.
 func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) httpServer {
+	s := newServer(h, sc, logger)
 	if sc.Engine == config.EngineNetHTTP {
-		return newServer(h, sc, logger)
+		return s
 	}
-	header, _ := config.ParseTimeout(sc.ReadHeaderTimeout)
-	idle, _ := config.ParseTimeout(sc.IdleTimeout)
 	return &h1server.Server{
-		Handler:           h,
-		ReadHeaderTimeout: header,
-		IdleTimeout:       idle,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          telemetry.ServerErrorLog(logger),
+		Handler:           s.Handler,
+		ReadHeaderTimeout: s.ReadHeaderTimeout,
+		IdleTimeout:       s.IdleTimeout,
+		MaxHeaderBytes:    s.MaxHeaderBytes,
+		ErrorLog:          s.ErrorLog,
 	}
 }
 
