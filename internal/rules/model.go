@@ -7,6 +7,7 @@ import (
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
 )
 
@@ -38,6 +39,8 @@ type Request struct {
 
 	headers  map[string]string
 	query    map[string]string
+	pathVal  ref.Val // Path as a CEL value (pathValue)
+	pathFor  string  // the Path pathVal was made of
 	keyBuf   []byte
 	banBuf   []byte
 	held     []heldSlot
@@ -102,9 +105,12 @@ func (a activation) ResolveName(name string) (any, bool) {
 	r := a.r
 	switch name {
 	case "request.method":
+		if v, ok := methodValues[r.HTTP.Method]; ok {
+			return v, true
+		}
 		return types.String(r.HTTP.Method), true
 	case "request.path":
-		return types.String(r.Path), true
+		return r.pathValue(), true
 	case "request.host":
 		return types.String(hostOnly(r.HTTP.Host)), true
 	case "request.scheme":
@@ -139,6 +145,25 @@ func (a activation) ResolveName(name string) (any, bool) {
 		return types.String(r.APIClientPlan), true
 	}
 	return nil, false
+}
+
+// methodValues are the common methods as CEL values, made once: a
+// condition on the method costs no allocation.
+var methodValues = func() map[string]ref.Val {
+	m := map[string]ref.Val{}
+	for _, name := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"} {
+		m[name] = types.String(name)
+	}
+	return m
+}()
+
+// pathValue returns Path as a CEL value, made once a request however
+// many conditions read it (a string made into a value allocates).
+func (r *Request) pathValue() ref.Val {
+	if r.pathVal == nil || r.pathFor != r.Path {
+		r.pathVal, r.pathFor = types.String(r.Path), r.Path
+	}
+	return r.pathVal
 }
 
 // Headers returns the request's header fields keyed by lower-case name,
