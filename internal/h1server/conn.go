@@ -97,7 +97,10 @@ func (c *conn) lingerClose() {
 	}
 	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
-		time.Sleep(rstAvoidanceDelay)
+		// Until the client closes its side (or resets), at most
+		// rstAvoidanceDelay: a client that already left costs nothing.
+		c.rwc.SetReadDeadline(time.Now().Add(rstAvoidanceDelay))
+		io.Copy(io.Discard, c.rwc)
 	}
 }
 
@@ -146,7 +149,9 @@ func (c *conn) serveOne() bool {
 		return false // closed by Shutdown
 	}
 	if d := s.ReadHeaderTimeout; d > 0 {
-		c.rwc.SetReadDeadline(time.Now().Add(d))
+		if c.served { // the first request keeps the deadline set at accept
+			c.rwc.SetReadDeadline(time.Now().Add(d))
+		}
 	} else if s.idleTimeout() > 0 {
 		c.rwc.SetReadDeadline(time.Time{})
 	}
@@ -317,7 +322,20 @@ func (c *conn) handle(req *http.Request) bool {
 	c.r.disarm()
 	w.finish()
 	c.served = true
+	if body != nil && !body.atEOF() {
+		// Bytes of this body may still be on the wire (full duplex, or a
+		// connection closed for its framing): never parse them as a
+		// request, and do not reset the answer away.
+		w.closeAfter = true
+		c.linger = true
+	}
 	return !w.closeAfter && !w.failed
+}
+
+func (b *requestBody) atEOF() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof
 }
 
 func expectsContinue(req *http.Request) bool {

@@ -119,7 +119,7 @@ func (w *response) writeInformational(code int) {
 		}
 		w.continuePending = false
 	}
-	if w.committed || w.hijacked || !w.req.ProtoAtLeast(1, 1) {
+	if w.committed || w.hijacked || w.conn.bw == nil || !w.req.ProtoAtLeast(1, 1) {
 		return
 	}
 	bw := w.conn.bw
@@ -255,6 +255,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	w.cmu.Lock()
 	w.continuePending = false
+	w.hijacked = true // under cmu: a 1xx from another goroutine sees it
 	w.cmu.Unlock()
 	w.body.shut() // its bytes are the caller's now
 	c.r.disarm()
@@ -265,7 +266,6 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, fmt.Errorf("h1server: reading buffered byte: %w", err)
 		}
 	}
-	w.hijacked = true
 	c.state.Store(stateHijacked)
 	c.srv.trackConn(c, false) // Shutdown and Close leave it to its new owner
 	c.rwc.SetDeadline(time.Time{})

@@ -272,3 +272,66 @@ func TestIdleConnectionKeepsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestFullDuplexUnreadBodyIsNotARequest (second review): a handler in
+// full-duplex mode reads part of the body and answers; the rest of the
+// body, shaped as a request, must never be parsed as one.
+func TestFullDuplexUnreadBodyIsNotARequest(t *testing.T) {
+	reached := make(chan string, 4)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- r.URL.Path
+		http.NewResponseController(w).EnableFullDuplex()
+		io.CopyN(io.Discard, r.Body, 3)
+		io.WriteString(w, "upload ok")
+	})
+	c, br := dialT(t, startServer(t, &Server{Handler: h}))
+	smuggled := "GET /admin-smuggled HTTP/1.1\r\nHost: x\r\nX-Who: attacker\r\n\r\n"
+	fmt.Fprintf(c, "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\nabc%s", 3+len(smuggled), smuggled)
+	if code, body := answerOf(t, br); code != 200 || body != "upload ok" {
+		t.Fatalf("answer %d %q", code, body)
+	}
+	if _, err := br.Peek(1); !errors.Is(err, io.EOF) {
+		t.Errorf("after the answer: %v, want the connection closed", err)
+	}
+	close(reached)
+	for p := range reached {
+		if p != "/upload" {
+			t.Errorf("the rest of a body reached the handler as a request for %s", p)
+		}
+	}
+}
+
+// TestUnreadChunkedBodyGetsItsAnswer (second review): a chunked upload
+// answered without reading it (a 429, say) closes the connection, but
+// only after the answer has had a chance to arrive: the server closes its
+// writing side and reads on until the client leaves, instead of closing
+// at once with unread input (the kernel would then reset the connection,
+// and the client lose the answer). The client here reads the whole answer
+// and sees the server's end of stream, never a reset.
+func TestUnreadChunkedBodyGetsItsAnswer(t *testing.T) {
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, "slow down")
+	})
+	c, br := dialT(t, startServer(t, &Server{Handler: h}))
+	io.WriteString(c, "POST /upload HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	chunk := fmt.Sprintf("%x\r\n%s\r\n", 64<<10, strings.Repeat("x", 64<<10))
+	go func() {
+		for range 64 { // 4 MiB the server never reads
+			if _, err := io.WriteString(c, chunk); err != nil {
+				return
+			}
+		}
+	}()
+	res, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	body, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != 429 || string(body) != "slow down" {
+		t.Fatalf("answer %d %q %v, want 429 \"slow down\"", res.StatusCode, body, err)
+	}
+	if _, err := br.Peek(1); !errors.Is(err, io.EOF) {
+		t.Errorf("after the answer: %v, want the server's end of stream", err)
+	}
+}
