@@ -753,3 +753,80 @@ rules:
 		}
 	}
 }
+
+// TestPlanUsageSeriesFollowReloads: floodgate_plan_usage_ratio keeps a
+// series per client and plan; a reload that removes a client, or moves
+// it to another plan, drops the series the configuration no longer has
+// (before: they stayed exported, and alerting, until a restart).
+func TestPlanUsageSeriesFollowReloads(t *testing.T) {
+	up := newUpstream(t)
+	hash := func(tok string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(tok))) }
+	conf := func(clients string) (*config.File, []byte) {
+		yml := fmt.Sprintf(`
+upstreams: {api: {url: %q}}
+api_clients:
+  plans: {standard: [100/1m], enhanced: [200/1m]}
+  clients:
+%s
+rules:
+  - {name: api-client-plan, key: [api_client], limits_from: plan}
+`, up.URL, clients)
+		f, err := config.Parse("plans.yaml", []byte(yml), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Config.ApplyDefaults()
+		return f, []byte(yml)
+	}
+	lab := fmt.Sprintf("    - {id: lab, plan: standard, token_sha256: %s}\n", hash("lab-token"))
+	partner := fmt.Sprintf("    - {id: partner, plan: enhanced, token_sha256: %s}\n", hash("partner-token"))
+	labEnhanced := fmt.Sprintf("    - {id: lab, plan: enhanced, token_sha256: %s}\n", hash("lab-token"))
+	c := newClock()
+	metrics := telemetry.NewMetrics("test")
+	f, data := conf(lab + partner)
+	srv, problems := gateway.NewServer(f, data, gateway.Options{Store: gateway.NewMemoryStore(1<<16, c.Now, metrics),
+		Metrics: metrics, Logger: telemetry.NewLogger(io.Discard, "info"), Now: c.Now})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	gw := newFront(t, srv)
+	get := func(token string) {
+		req, _ := http.NewRequest("GET", gw.URL+"/v1/images/", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	series := func() string {
+		var out []string
+		rec := httptest.NewRecorder()
+		admin.Handler(admin.Options{Gatherer: metrics.Registry}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, line := range strings.Split(rec.Body.String(), "\n") {
+			if strings.HasPrefix(line, "floodgate_plan_usage_ratio{") {
+				out = append(out, line[:strings.Index(line, "}")+1])
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	get("lab-token")
+	get("partner-token")
+	want := `floodgate_plan_usage_ratio{client="lab",plan="standard"} floodgate_plan_usage_ratio{client="partner",plan="enhanced"}`
+	if got := series(); got != want {
+		t.Fatalf("before the reload: %s, want %s", got, want)
+	}
+	// partner removed, lab moved to enhanced.
+	f, data = conf(labEnhanced)
+	if _, problems := srv.Reload(f, data); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if got := series(); got != "" {
+		t.Errorf("after the reload: %s, want no series until the clients' next requests", got)
+	}
+	get("lab-token")
+	if got, want := series(), `floodgate_plan_usage_ratio{client="lab",plan="enhanced"}`; got != want {
+		t.Errorf("after lab's next request: %s, want %s", got, want)
+	}
+}

@@ -112,6 +112,7 @@ func (s *Server) Reload(f *config.File, data []byte) (ignored []string, problems
 	s.cur.Store(g)
 	s.setHash(data)
 	s.opts.Metrics.Reloaded(true, s.hash)
+	s.opts.Metrics.KeepPlanClients(planClients(&f.Config))
 	old.closeIdle()
 	return ignored, nil
 }
@@ -148,4 +149,13 @@ func restartOnly(a, b *config.Config) []string {
 		out = append(out, "internal.listen")
 	}
 	return out
+}
+
+// planClients maps each configured API client to its plan.
+func planClients(c *config.Config) map[string]string {
+	m := make(map[string]string, len(c.APIClients.Clients))
+	for _, cl := range c.APIClients.Clients {
+		m[cl.ID] = cl.Plan
+	}
+	return m
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/floodgate/floodgate/internal/session"
 )
@@ -98,4 +99,43 @@ func (m *Metrics) PlanUsage() *prometheus.GaugeVec {
 		m.Registry.MustRegister(m.plans.vec)
 	})
 	return m.plans.vec
+}
+
+// KeepPlanClients drops the floodgate_plan_usage_ratio series of clients
+// the configuration no longer names with that plan (a reload removed a
+// client, or moved it to another plan): clients maps each configured
+// client id to its plan. Without it, a removed client's last usage would
+// stay exported, and alert, until a restart.
+func (m *Metrics) KeepPlanClients(clients map[string]string) {
+	vec := m.plans.vec
+	if vec == nil {
+		return // never used: nothing to drop
+	}
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		vec.Collect(ch)
+		close(ch)
+	}()
+	var stale [][2]string
+	for metric := range ch {
+		var d dto.Metric
+		if metric.Write(&d) != nil {
+			continue
+		}
+		var client, plan string
+		for _, l := range d.GetLabel() {
+			switch l.GetName() {
+			case "client":
+				client = l.GetValue()
+			case "plan":
+				plan = l.GetValue()
+			}
+		}
+		if p, ok := clients[client]; !ok || p != plan {
+			stale = append(stale, [2]string{client, plan})
+		}
+	}
+	for _, cp := range stale {
+		vec.DeleteLabelValues(cp[0], cp[1])
+	}
 }
