@@ -19,7 +19,6 @@ import (
 	"fmt"
 	"image/png"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,13 +26,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/floodgate/floodgate/internal/browsertest"
 	"github.com/floodgate/floodgate/internal/cli"
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/img/dashboard.png from the browser check's screenshot")
@@ -42,33 +41,6 @@ const (
 	mavedbExample = "../../examples/mavedb.yaml"
 	docScreenshot = "../../docs/img/dashboard.png"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
 
 func TestDashboardInChromium(t *testing.T) {
 	browsertest.Path(t) // before starting anything: no browser, no test
@@ -84,13 +56,13 @@ func TestDashboardInChromium(t *testing.T) {
 	// token: the dashboard then answers to loopback peers only, which
 	// Chromium is. The load balancer is on loopback: X-Forwarded-For
 	// names the clients.
-	pub, adm := freeAddr(t), freeAddr(t)
+	pub, adm := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	t.Setenv("FLOODGATE_LISTEN", pub)
 	t.Setenv("FLOODGATE_ADMIN_LISTEN", adm)
 	t.Setenv("FLOODGATE_UPSTREAM", up.URL)
 	t.Setenv("FLOODGATE_TRUSTED_PROXIES", "127.0.0.0/8")
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr testnet.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"serve", "--config", mavedbExample, "--no-watch"}, io.Discard, &stderr)

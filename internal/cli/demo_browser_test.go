@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/floodgate/floodgate/internal/browsertest"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // TestDemoInChromium: the demo page in a real browser, with nothing beyond
@@ -16,10 +17,10 @@ import (
 // results.
 func TestDemoInChromium(t *testing.T) {
 	browsertest.Path(t) // before starting anything: no browser, no test
-	pub, adm := freeAddr(t), freeAddr(t)
+	pub, adm := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
-	env := environ{lookup: func(string) (string, bool) { return "", false }, stdout: &lockedBuffer{}, stderr: &stderr}
+	var stderr testnet.Buffer
+	env := environ{lookup: func(string) (string, bool) { return "", false }, stdout: &testnet.Buffer{}, stderr: &stderr}
 	done := make(chan int, 1)
 	go func() { done <- run1(ctx, env, []string{"demo", "--listen", pub, "--admin-listen", adm}) }()
 	defer func() {

@@ -8,14 +8,16 @@ import (
 	"net/http/cookiejar"
 	"strings"
 	"testing"
+
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // TestDemo drives `floodgate demo` as a person would: the page, a search
 // through the gateway to the sample API, then searches until the 429.
 func TestDemo(t *testing.T) {
-	pub, adm := freeAddr(t), freeAddr(t)
+	pub, adm := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testnet.Buffer
 	env := environ{lookup: func(string) (string, bool) { return "", false }, stdout: &stdout, stderr: &stderr}
 	done := make(chan int, 1)
 	go func() { done <- run1(ctx, env, []string{"demo", "--listen", pub, "--admin-listen", adm}) }()
@@ -103,7 +105,7 @@ func TestDemo(t *testing.T) {
 func TestOpenverseProductionRefusesWithoutCredentials(t *testing.T) {
 	vars := map[string]string{"FLOODGATE_ADMIN_TOKEN": "admin-token-0123456789", "HMAC_SIGNING_SECRET": strings.Repeat("s", 40)}
 	code, _, stderr := run(t, vars, "serve", "--config", "../../examples/openverse.yaml", "--env", "production",
-		"--listen", freeAddr(t), "--admin-listen", "off", "--internal-listen", "off")
+		"--listen", testnet.FreeAddr(t), "--admin-listen", "off", "--internal-listen", "off")
 	if code == 0 || !strings.Contains(stderr, "API_CLIENT_ID") {
 		t.Errorf("production without credentials: exit %d, stderr %q; want non-zero naming API_CLIENT_ID", code, stderr)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // gatewayProc is `floodgate serve` running in-process on a temp config.
@@ -24,7 +25,7 @@ type gatewayProc struct {
 	conf, pub, adm string
 	cancel         context.CancelFunc
 	done           chan int
-	stderr         *lockedBuffer
+	stderr         *testnet.Buffer
 }
 
 func startServe(t *testing.T, yaml string, extra ...string) *gatewayProc {
@@ -46,8 +47,8 @@ func startServe(t *testing.T, yaml string, extra ...string) *gatewayProc {
 func (g *gatewayProc) launch(vars func() map[string]string, args []string) {
 	g.t.Helper()
 	for attempt := 1; ; attempt++ {
-		g.pub, g.adm = freeAddr(g.t), freeAddr(g.t)
-		g.done, g.stderr = make(chan int, 1), &lockedBuffer{}
+		g.pub, g.adm = testnet.FreeAddr(g.t), testnet.FreeAddr(g.t)
+		g.done, g.stderr = make(chan int, 1), &testnet.Buffer{}
 		ctx, cancel := context.WithCancel(context.Background())
 		g.cancel = cancel
 		vs := vars()

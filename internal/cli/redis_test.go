@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // startMaveDB runs `floodgate serve --config examples/mavedb.yaml --store
@@ -162,7 +163,7 @@ func TestFailClosedAnswers503(t *testing.T) {
 	rs := redistest.Start(t)
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "closed.yaml")
-	pub, adm := freeAddr(t), freeAddr(t)
+	pub, adm := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	os.WriteFile(conf, []byte(fmt.Sprintf(`
 listen: %s
 admin: {listen: %q}
@@ -172,7 +173,7 @@ rules:
   - {name: logins, when: "request.path == '/login'", limits: [10/1m], failure_policy: fail_closed, retry_after: 20s}
   - {name: rest, limits: [1000/1m]}
 `, pub, adm, rs.URL(), okUpstream(t))), 0o600)
-	g := &gatewayProc{t: t, pub: pub, adm: adm, done: make(chan int, 1), stderr: &lockedBuffer{}}
+	g := &gatewayProc{t: t, pub: pub, adm: adm, done: make(chan int, 1), stderr: &testnet.Buffer{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer func() { cancel(); <-g.done }()
 	go func() {

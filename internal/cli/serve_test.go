@@ -1,44 +1,15 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/testnet"
 )
-
-// freeAddr returns a loopback address that was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // waitFor polls url until it answers, for at most a generous bound: it
 // waits for start-up, it does not time anything.
@@ -58,14 +29,14 @@ func waitFor(t *testing.T, url string) {
 // TestServeQuickStart runs the README's MaveDB command in-process: the
 // MaveDB example with the sample upstream, then stops it as SIGTERM would.
 func TestServeQuickStart(t *testing.T) {
-	pub, adm, up := freeAddr(t), freeAddr(t), freeAddr(t)
+	pub, adm, up := testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)
 	vars := map[string]string{
 		"FLOODGATE_LISTEN":       pub,
 		"FLOODGATE_ADMIN_LISTEN": adm,
 		"FLOODGATE_UPSTREAM":     "http://" + up,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	var stderr lockedBuffer
+	var stderr testnet.Buffer
 	env := environ{lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, stdout: io.Discard, stderr: &stderr}
 	done := make(chan int, 1)
 	go func() {
@@ -117,7 +88,7 @@ func TestServeRefusesInvalidConfig(t *testing.T) {
 
 func TestSampleUpstreamOnlyOnLoopback(t *testing.T) {
 	code, _, stderr := run(t, map[string]string{"FLOODGATE_UPSTREAM": "http://192.0.2.1:8081"},
-		"serve", "--config", "../../examples/mavedb.yaml", "--sample-upstream", "--listen", freeAddr(t), "--admin-listen", "off")
+		"serve", "--config", "../../examples/mavedb.yaml", "--sample-upstream", "--listen", testnet.FreeAddr(t), "--admin-listen", "off")
 	if code != 1 || !strings.Contains(stderr, "not a loopback") {
 		t.Errorf("code %d, stderr %q", code, stderr)
 	}

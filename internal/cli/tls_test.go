@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key into dir.
@@ -55,7 +57,7 @@ func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.
 func TestServeTLSAndHTTP2(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, dir)
-	pub, adm, up := freeAddr(t), freeAddr(t), freeAddr(t)
+	pub, adm, up := testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)
 	conf := filepath.Join(dir, "tls.yaml")
 	os.WriteFile(conf, []byte(`
 listen: `+pub+`
@@ -67,7 +69,7 @@ rules:
 `), 0o600)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stderr lockedBuffer
+	var stderr testnet.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run1(ctx, environ{lookup: func(string) (string, bool) { return "", false }, stdout: io.Discard, stderr: &stderr},
@@ -93,7 +95,7 @@ func TestServeTLSBadFiles(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "tls.yaml")
 	os.WriteFile(conf, []byte(`
-listen: `+freeAddr(t)+`
+listen: `+testnet.FreeAddr(t)+`
 admin: {listen: "off"}
 tls: {cert_file: "`+dir+`/missing.pem", key_file: "`+dir+`/missing-key.pem"}
 upstreams: {api: {url: "http://127.0.0.1:1"}}
