@@ -22,6 +22,7 @@ import (
 type Shared struct {
 	mu       sync.Mutex
 	tokens   map[string]*upstreamauth.Source
+	used     map[string]bool // the token sources the configuration being built asked for
 	tracker  *session.IPTracker
 	trackerO session.IPTrackerOptions
 }
@@ -34,6 +35,10 @@ func (s *Shared) tokenSource(o upstreamauth.Options) (*upstreamauth.Source, erro
 	k := string(sum[:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.used == nil {
+		s.used = map[string]bool{}
+	}
+	s.used[k] = true
 	if src, ok := s.tokens[k]; ok {
 		return src, nil
 	}
@@ -46,6 +51,27 @@ func (s *Shared) tokenSource(o upstreamauth.Options) (*upstreamauth.Source, erro
 	}
 	s.tokens[k] = src
 	return src, nil
+}
+
+// building starts a configuration's build: what it asks for is noted,
+// for keepUsed once it is in force.
+func (s *Shared) building() {
+	s.mu.Lock()
+	s.used = nil
+	s.mu.Unlock()
+}
+
+// keepUsed drops the token sources the configuration now in force did
+// not ask for (credentials a reload changed or removed): without it, one
+// would be kept for every set of credentials ever configured.
+func (s *Shared) keepUsed() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.tokens {
+		if !s.used[k] {
+			delete(s.tokens, k)
+		}
+	}
 }
 
 // ipTracker returns the sessions-per-address tracker for o, the same one

@@ -3,11 +3,15 @@ package gateway
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/upstreamauth"
+	"github.com/floodgate/floodgate/ratelimit/memory"
 )
 
 func testClients() apiClients {
@@ -71,4 +75,58 @@ func FuzzFromBearer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTokenSourcesFollowReloads: a reload keeps the token source of
+// unchanged credentials (no new token fetch) and drops those of
+// credentials it changed (before: one was kept for every set ever
+// configured).
+func TestTokenSourcesFollowReloads(t *testing.T) {
+	conf := func(clientID string) (*config.File, []byte) {
+		yml := `
+upstreams:
+  api:
+    url: http://127.0.0.1:1
+    auth: {type: client_credentials, token_url: /token/, client_id: ` + clientID + `, client_secret: s3cret}
+`
+		f, err := config.Parse("auth.yaml", []byte(yml), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Config.ApplyDefaults()
+		return f, []byte(yml)
+	}
+	metrics := telemetry.NewMetrics("test")
+	f, data := conf("first")
+	srv, problems := NewServer(f, data, Options{Store: memory.New(memory.Options{}), Metrics: metrics,
+		Logger: telemetry.NewLogger(io.Discard, "info")})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	shared := srv.opts.Shared
+	sources := func() []*upstreamauth.Source {
+		shared.mu.Lock()
+		defer shared.mu.Unlock()
+		var out []*upstreamauth.Source
+		for _, s := range shared.tokens {
+			out = append(out, s)
+		}
+		return out
+	}
+	first := sources()
+	if len(first) != 1 {
+		t.Fatalf("%d token sources after start, want 1", len(first))
+	}
+	if _, problems := srv.Reload(conf("first")); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if got := sources(); len(got) != 1 || got[0] != first[0] {
+		t.Errorf("unchanged credentials: %d sources, same one %v; want the same one", len(got), len(got) == 1 && got[0] == first[0])
+	}
+	if _, problems := srv.Reload(conf("second")); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if got := sources(); len(got) != 1 || got[0] == first[0] {
+		t.Errorf("changed credentials: %d sources (the old one kept: %v), want only the new one", len(got), len(got) > 0 && got[0] == first[0])
+	}
 }

@@ -97,6 +97,7 @@ func (s *Server) setHash(data []byte) {
 func (s *Server) Reload(f *config.File, data []byte) (ignored []string, problems config.Problems) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.opts.Shared.building()
 	g, problems := New(f, s.opts)
 	if len(problems) > 0 {
 		s.opts.Metrics.Reloaded(false, s.hash)
@@ -113,6 +114,7 @@ func (s *Server) Reload(f *config.File, data []byte) (ignored []string, problems
 	s.setHash(data)
 	s.opts.Metrics.Reloaded(true, s.hash)
 	s.opts.Metrics.KeepPlanClients(planClients(&f.Config))
+	s.opts.Shared.keepUsed()
 	old.closeIdle()
 	return ignored, nil
 }
