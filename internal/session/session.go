@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/floodgate/floodgate/internal/httpsyntax"
@@ -67,6 +68,46 @@ type Manager struct {
 	maxAge time.Duration
 	now    func() time.Time
 	codecs []*securecookie.SecureCookie // codecs[0] signs
+	seen   *verifiedCache               // nil: every value is decoded
+}
+
+// verifiedCache remembers cookie values that verified, with their session
+// id and issue time, so that a session's later requests cost a map lookup
+// instead of a MAC and a decode (2.5 µs and 26 allocations). Only values
+// that verified enter it, each exactly as sent: a hit is the same bytes
+// verified before, and expiry is checked again on every hit. At most
+// verifiedMax entries; a full cache forgets one at random per new entry.
+// One per Manager: new secrets (a reload) start an empty one.
+type verifiedCache struct {
+	mu sync.RWMutex
+	m  map[string]verifiedEntry
+}
+
+type verifiedEntry struct {
+	id     string
+	issued time.Time
+}
+
+// verifiedMax bounds the cache: about 3 MiB at ~200 bytes an entry.
+const verifiedMax = 1 << 14
+
+func (c *verifiedCache) get(val string) (verifiedEntry, bool) {
+	c.mu.RLock()
+	e, ok := c.m[val]
+	c.mu.RUnlock()
+	return e, ok
+}
+
+func (c *verifiedCache) put(val string, e verifiedEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= verifiedMax {
+		for k := range c.m { // map order is random: a random victim
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[strings.Clone(val)] = e // not a slice of the whole Cookie field
 }
 
 // idEncoding encodes session ids: unpadded base64url, strict so that one
@@ -114,7 +155,8 @@ func New(o Options) (*Manager, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	m := &Manager{name: o.Name, path: o.Path, maxAge: o.MaxAge.Truncate(time.Second), now: o.Now}
+	m := &Manager{name: o.Name, path: o.Path, maxAge: o.MaxAge.Truncate(time.Second), now: o.Now,
+		seen: &verifiedCache{m: map[string]verifiedEntry{}}}
 	for _, s := range o.Secrets {
 		c := securecookie.New(append([]byte(nil), s...), nil).
 			SetSerializer(securecookie.NopEncoder{}).
@@ -184,6 +226,14 @@ func (m *Manager) decode(val string) (string, error) {
 	if val == "" {
 		return "", errMalformed
 	}
+	if m.seen != nil {
+		if e, ok := m.seen.get(val); ok {
+			if err := m.fresh(e.issued); err != nil {
+				return "", err
+			}
+			return e.id, nil
+		}
+	}
 	var b []byte
 	var err error
 	for _, c := range m.codecs {
@@ -198,14 +248,27 @@ func (m *Manager) decode(val string) (string, error) {
 		return "", errMalformed
 	}
 	issued := time.Unix(int64(binary.BigEndian.Uint64(b[:8])), 0)
+	if err := m.fresh(issued); err != nil {
+		return "", err
+	}
+	id := idEncoding.EncodeToString(b[8:])
+	if m.seen != nil {
+		m.seen.put(val, verifiedEntry{id, issued})
+	}
+	return id, nil
+}
+
+// fresh checks a session's issue time against the clock: not in the
+// future (beyond clockSkew), not older than the max age.
+func (m *Manager) fresh(issued time.Time) error {
 	now := m.now()
 	if issued.After(now.Add(clockSkew)) {
-		return "", errFuture
+		return errFuture
 	}
 	if !now.Before(issued.Add(m.maxAge)) {
-		return "", errExpired
+		return errExpired
 	}
-	return idEncoding.EncodeToString(b[8:]), nil
+	return nil
 }
 
 // Issue starts a new session: it draws a random 128-bit id, sets the

@@ -379,15 +379,69 @@ func TestVerifyAllocations(t *testing.T) {
 	}
 }
 
+// BenchmarkVerify: a session's cookie, verified before (the common
+// case: every request of a session after its first) and decoded (its
+// first request, or every request without the cache).
 func BenchmarkVerify(b *testing.B) {
-	m := newManager(b, &clock{t0}, secretB, secretA)
-	_, v := issue(b, newManager(b, &clock{t0}, secretA))
-	r := request("a=1; ovSession=" + v + "; b=2")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, ok := m.Verify(r); !ok {
-			b.Fatal("invalid")
+	for _, tc := range []struct {
+		name   string
+		cached bool
+	}{{"seen", true}, {"decode", false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			m := newManager(b, &clock{t0}, secretB, secretA)
+			if !tc.cached {
+				m.seen = nil
+			}
+			_, v := issue(b, newManager(b, &clock{t0}, secretA))
+			r := request("a=1; ovSession=" + v + "; b=2")
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, ok := m.Verify(r); !ok {
+					b.Fatal("invalid")
+				}
+			}
+		})
+	}
+}
+
+// TestVerifiedCache: a value that verified is remembered exactly as sent,
+// a value that did not is never remembered, expiry is checked again on
+// every use of a remembered value, and the cache stays bounded.
+func TestVerifiedCache(t *testing.T) {
+	c := &clock{t0}
+	m := newManager(t, c, secretA)
+	id, v := issue(t, m)
+	for range 2 {
+		if got, _, ok := m.Verify(request("ovSession=" + v)); !ok || got != id {
+			t.Fatalf("Verify = %q, %v; want %q", got, ok, id)
 		}
+	}
+	if len(m.seen.m) != 1 {
+		t.Errorf("%d remembered values, want 1", len(m.seen.m))
+	}
+	tampered := v[:len(v)-2] + "AA"
+	if _, _, ok := m.Verify(request("ovSession=" + tampered)); ok {
+		t.Error("a tampered value verified")
+	}
+	if _, _, ok := m.Verify(request("ovSession=" + tampered)); ok {
+		t.Error("a tampered value verified the second time")
+	}
+	if len(m.seen.m) != 1 {
+		t.Errorf("%d remembered values after a tampered one, want 1", len(m.seen.m))
+	}
+	c.t = c.t.Add(m.MaxAge())
+	if _, _, ok := m.Verify(request("ovSession=" + v)); ok {
+		t.Error("a remembered value verified after its max age")
+	}
+	c.t = t0
+	for range verifiedMax + 100 {
+		_, v := issue(t, m)
+		if _, _, ok := m.Verify(request("ovSession=" + v)); !ok {
+			t.Fatal("a fresh value did not verify")
+		}
+	}
+	if n := len(m.seen.m); n > verifiedMax {
+		t.Errorf("%d remembered values, more than %d", n, verifiedMax)
 	}
 }
 
