@@ -418,17 +418,31 @@ func (w *response) writeHeaderFields(h http.Header, code int, skipConnection boo
 }
 
 func writeFieldValue(bw *bufio.Writer, v string) {
+	// As net/http writes a value: CR and LF become spaces, then spaces
+	// and tabs at either end go (CR and LF are among those trimmed).
+	start, end := 0, len(v)
+	for start < end && trimmed(v[start]) {
+		start++
+	}
+	for end > start && trimmed(v[end-1]) {
+		end--
+	}
+	v = v[start:end]
 	for {
-		i := strings.IndexAny(v, "\r\n")
-		if i < 0 {
-			bw.WriteString(strings.TrimSpace(v))
-			return
+		i := 0
+		for i < len(v) && v[i] != '\r' && v[i] != '\n' {
+			i++
 		}
 		bw.WriteString(v[:i])
+		if i == len(v) {
+			return
+		}
 		bw.WriteByte(' ')
 		v = v[i+1:]
 	}
 }
+
+func trimmed(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
 
 // excluded reports the fields a status forbids: no Content-Length or
 // Transfer-Encoding without a body, no Content-Type on 304 (net/http's
