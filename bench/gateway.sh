@@ -18,7 +18,10 @@
 #
 # Throughput: wrk against each in turn, alternating, ROUNDS rounds; the
 # table shows each one's median, range, and ratios to the bare upstream and
-# to nginx_limit_req. Latency: bench/latency sends RATE requests/s, open
+# to nginx_limit_req; a second table gives each target's CPU time per
+# request (user and system, from /proc, its process and children) during
+# those runs, steadier than throughput on a shared machine and where the
+# difference lies. Latency: bench/latency sends RATE requests/s, open
 # loop, to each in turn, ROUNDS rounds; the table shows median p50/p99 and
 # what each adds over the bare upstream. Any non-2xx answer is reported
 # (none is expected: nothing may be limited).
@@ -129,6 +132,7 @@ nginx -e "$dir/upstream-error.log" -p "$dir" -c "$dir/upstream.conf" &
 pids+=($!)
 wait_up "$up_port"
 
+declare -A tpid # the process of each target (direct: none)
 for t in "${targets[@]}"; do
 	case $t in
 	direct) ;;
@@ -136,32 +140,32 @@ for t in "${targets[@]}"; do
 		FLOODGATE_LISTEN=127.0.0.1:${port[floodgate]} FLOODGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
 			FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
 			"${fg[@]}" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
-		pids+=($!)
+		pids+=($!) tpid[$t]=$!
 		;;
 	nginx_limit_req)
 		fill bench/nginx-limit-req.conf.tmpl "$dir/nginx.conf" "${port[$t]}"
 		nginx -e "$dir/nginx-error.log" -p "$dir" -c "$dir/nginx.conf" &
-		pids+=($!)
+		pids+=($!) tpid[$t]=$!
 		;;
 	haproxy)
 		fill bench/haproxy.cfg.tmpl "$dir/haproxy.cfg" "${port[$t]}"
 		haproxy -db -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
-		pids+=($!)
+		pids+=($!) tpid[$t]=$!
 		;;
 	revproxy)
 		GOMAXPROCS=1 "$dir/revproxy" -listen "127.0.0.1:${port[$t]}" -upstream "http://127.0.0.1:$up_port" \
 			>"$dir/revproxy.log" 2>&1 &
-		pids+=($!)
+		pids+=($!) tpid[$t]=$!
 		;;
 	fwdproxy)
 		GOMAXPROCS=1 "$dir/fwdproxy" -listen "127.0.0.1:${port[$t]}" -upstream "http://127.0.0.1:$up_port" \
 			>"$dir/fwdproxy.log" 2>&1 &
-		pids+=($!)
+		pids+=($!) tpid[$t]=$!
 		;;
 	h1front)
 		FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
 			"$dir/h1front" -listen "127.0.0.1:${port[$t]}" -config bench/mavedb-bench.yaml >"$dir/h1front.log" 2>&1 &
-		pids+=($!)
+		pids+=($!) tpid[$t]=$!
 		;;
 	*)
 		echo "bench/gateway.sh: unknown target $t" >&2
@@ -179,13 +183,41 @@ median() {
 	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
 }
 
-declare -A rps p50 p99 dp99 bad
+# cpu_ticks PID prints the user and system CPU time, in clock ticks, of
+# PID and its children (nginx's worker is its master's child). Fields 14
+# and 15 of /proc/PID/stat, counted after the command name, which may
+# hold spaces.
+cpu_ticks() {
+	local p u=0 s=0 f
+	for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
+		f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
+		read -r _ _ _ _ _ _ _ _ _ _ _ ut st _ <<<"$f"
+		u=$((u + ut)) s=$((s + st))
+	done
+	echo "$u $s"
+}
+tck=$(getconf CLK_TCK)
+# per_request TICKS REQUESTS prints the microseconds per request.
+per_request() {
+	awk -v d="$1" -v n="$2" -v h="$tck" 'BEGIN { if (n > 0) printf "%.2f", d * 1e6 / h / n; else print 0 }'
+}
+
+declare -A rps p50 p99 dp99 bad cpu_u cpu_s
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for r in $(seq "$rounds"); do
 	for t in "${targets[@]}"; do
 		# A short warm-up fills the keep-alive pools.
 		wrk -t"$threads" -c"$conns" -d1s "http://127.0.0.1:${port[$t]}$path" >/dev/null
+		[ -n "${tpid[$t]:-}" ] && read -r u0 s0 <<<"$(cpu_ticks "${tpid[$t]}")"
 		out=$(wrk -t"$threads" -c"$conns" -d"$duration" "http://127.0.0.1:${port[$t]}$path")
+		if [ -n "${tpid[$t]:-}" ]; then
+			# CPU per request: steadier than throughput on a shared
+			# machine, and it says where a target's time goes.
+			read -r u1 s1 <<<"$(cpu_ticks "${tpid[$t]}")"
+			nreq=$(awk '/requests in/ {print $1}' <<<"$out")
+			cpu_u[$t]="${cpu_u[$t]:-} $(per_request $((u1 - u0)) "$nreq")"
+			cpu_s[$t]="${cpu_s[$t]:-} $(per_request $((s1 - s0)) "$nreq")"
+		fi
 		v=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
 		n=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
 		rps[$t]="${rps[$t]:-} $v"
@@ -219,6 +251,23 @@ for t in "${targets[@]}"; do
 	d=-; [ -n "${rps[direct]:-}" ] && d=$(ratio "$m" "$(med direct)")
 	n=-; [ -n "${rps[$ref]:-}" ] && n=$(ratio "$m" "$(med $ref)")
 	printf '| %s | %.0f | %.0f–%.0f | %s | %s | %s |\n' "$t" "$m" "$lo" "$hi" "$d" "$n" "${bad[$t]}"
+done
+echo
+echo "CPU per request during the throughput runs (medians, µs of the target's process and its children)"
+echo
+echo "| target | user | system | total | ×$ref |"
+echo "|---|---:|---:|---:|---:|"
+ref_cpu=
+if [ -n "${cpu_u[$ref]:-}" ]; then
+	ref_cpu=$(awk -v a="$(median ${cpu_u[$ref]})" -v b="$(median ${cpu_s[$ref]})" 'BEGIN {print a + b}')
+fi
+for t in "${targets[@]}"; do
+	[ -n "${cpu_u[$t]:-}" ] || continue
+	a=$(median ${cpu_u[$t]})
+	b=$(median ${cpu_s[$t]})
+	tot=$(awk -v a="$a" -v b="$b" 'BEGIN {print a + b}')
+	x=-; [ -n "$ref_cpu" ] && x=$(ratio "$tot" "$ref_cpu")
+	printf '| %s | %.1f | %.1f | %.1f | %s |\n' "$t" "$a" "$b" "$tot" "$x"
 done
 if [ -n "${rps[floodgate]:-}" ] && [ -n "${rps[$ref]:-}" ]; then
 	echo
