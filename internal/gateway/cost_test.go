@@ -16,6 +16,7 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // costHarness runs a gateway from inline YAML in front of handler, with a
@@ -29,7 +30,7 @@ func newCostHarness(t *testing.T, yaml string, handler http.Handler) *costHarnes
 	t.Helper()
 	up := httptest.NewServer(handler)
 	t.Cleanup(up.Close)
-	h := &harness{t: t, clock: newClock(), logs: &syncBuffer{}}
+	h := &harness{t: t, clock: newClock(), logs: &testnet.Buffer{}}
 	// Clients are told apart by X-Forwarded-For, as behind a load balancer.
 	yaml = "client_ip: {trusted_proxies: [127.0.0.0/8]}\n" + strings.ReplaceAll(yaml, "UPSTREAM", up.URL)
 	f, err := config.Parse("cost.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })

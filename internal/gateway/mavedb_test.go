@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // clock is a settable clock for the store: tests step time, never sleep.
@@ -77,31 +77,15 @@ type harness struct {
 	admin  http.Handler
 	up     *upstream
 	clock  *clock
-	logs   *syncBuffer
+	logs   *testnet.Buffer
 	client *http.Client
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // newHarness loads file with env as the environment, lets edit change the
 // loaded configuration, and starts the gateway.
 func newHarness(t *testing.T, file string, env map[string]string, edit func(*config.Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, up: newUpstream(t), clock: newClock(), logs: &syncBuffer{}}
+	h := &harness{t: t, up: newUpstream(t), clock: newClock(), logs: &testnet.Buffer{}}
 	vars := map[string]string{"FLOODGATE_UPSTREAM": h.up.URL}
 	for k, v := range env {
 		vars[k] = v
@@ -421,7 +405,7 @@ func TestMetricsDocumented(t *testing.T) {
 // TestAccessLog: one JSON line per request, naming the rule that answered
 // and those that would have, with no client address.
 func TestAccessLog(t *testing.T) {
-	var buf syncBuffer
+	var buf testnet.Buffer
 	up := newUpstream(t)
 	f, err := config.Load(mavedb, "", func(k string) (string, bool) {
 		v, ok := map[string]string{"FLOODGATE_UPSTREAM": up.URL, "FLOODGATE_TRUSTED_PROXIES": "127.0.0.0/8"}[k]

@@ -20,6 +20,7 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 const openverse = "../../examples/openverse.yaml"
@@ -123,12 +124,12 @@ type ovHarness struct {
 	internal *httptest.Server
 	admin    http.Handler
 	clock    *clock
-	logs     *syncBuffer
+	logs     *testnet.Buffer
 }
 
 func newOpenverse(t *testing.T, env string, extra map[string]string) *ovHarness {
 	t.Helper()
-	h := &ovHarness{t: t, api: newAPIRecorder(t), front: newFrontendRecorder(t), clock: newClock(), logs: &syncBuffer{}}
+	h := &ovHarness{t: t, api: newAPIRecorder(t), front: newFrontendRecorder(t), clock: newClock(), logs: &testnet.Buffer{}}
 	vars := map[string]string{
 		"FLOODGATE_API_UPSTREAM":      h.api.URL,
 		"FLOODGATE_FRONTEND_UPSTREAM": h.front.URL,

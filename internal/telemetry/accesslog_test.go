@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/floodgate/floodgate/internal/testnet"
 	"github.com/floodgate/floodgate/internal/uaclass"
 )
 
@@ -119,7 +120,7 @@ func FuzzAppendJSONString(f *testing.F) {
 }
 
 func TestAccessLogConcurrentLines(t *testing.T) {
-	var buf syncBuffer
+	var buf testnet.Buffer
 	a := NewAccessLog(&buf)
 	const writers, each = 8, 200
 	var wg sync.WaitGroup
@@ -146,23 +147,6 @@ func TestAccessLogConcurrentLines(t *testing.T) {
 	if n != writers*each {
 		t.Errorf("lines = %d, want %d", n, writers*each)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type failWriter struct{}
