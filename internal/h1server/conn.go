@@ -354,7 +354,7 @@ type requestBody struct {
 
 	mu     sync.Mutex
 	eof    bool  // read to its end
-	shut_  bool  // the handler returned
+	ended  bool  // the handler returned (shut)
 	closed bool  // the handler closed it
 	err    error // a read failed: the connection cannot carry another request
 }
@@ -363,7 +363,7 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
-	case b.shut_ || b.closed:
+	case b.ended || b.closed:
 		return 0, http.ErrBodyReadAfterClose
 	case b.eof:
 		return 0, io.EOF
@@ -406,7 +406,7 @@ func (b *requestBody) shut() (interrupted bool) {
 		c.rwc.SetReadDeadline(time.Time{})
 		interrupted = true
 	}
-	b.shut_ = true
+	b.ended = true
 	b.mu.Unlock()
 	return interrupted
 }
