@@ -189,7 +189,7 @@ median() {
 # hold spaces.
 cpu_ticks() {
 	local p u=0 s=0 f
-	for p in "$1" $(pgrep -P "$1" 2>/dev/null); do
+	for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
 		f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
 		read -r _ _ _ _ _ _ _ _ _ _ _ ut st _ <<<"$f"
 		u=$((u + ut)) s=$((s + st))
