@@ -165,13 +165,20 @@ func (c *conn) serveOne() bool {
 		}
 		c.br.Discard(n)
 	}
-	req, err := http.ReadRequest(c.br)
-	if err != nil {
-		c.rejectRequest(err)
-		return false
+	// The plain head of nearly every request is read here; any other,
+	// and any error, by net/http's parser.
+	var plain http.Request
+	req := &plain
+	fieldsChecked := readPlainRequest(c.br, req)
+	if !fieldsChecked {
+		var err error
+		if req, err = http.ReadRequest(c.br); err != nil {
+			c.rejectRequest(err)
+			return false
+		}
 	}
 	c.r.setReadLimit(-1)
-	if code, msg := checkRequest(req); code != 0 {
+	if code, msg := checkRequest(req, fieldsChecked); code != 0 {
 		c.writeError(code, msg)
 		return false
 	}
@@ -211,8 +218,9 @@ func isReadError(err error) bool {
 }
 
 // checkRequest applies what net/http's server checks after parsing: the
-// protocol version, Host, and header names and values.
-func checkRequest(req *http.Request) (int, string) {
+// protocol version, Host, and header names and values (unless
+// fieldsChecked: readPlainRequest admits no name or value they refuse).
+func checkRequest(req *http.Request, fieldsChecked bool) (int, string) {
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
 	}
@@ -223,6 +231,9 @@ func checkRequest(req *http.Request) (int, string) {
 	}
 	if !validHost(req.Host) {
 		return http.StatusBadRequest, "malformed Host header"
+	}
+	if fieldsChecked {
+		return 0, ""
 	}
 	for k, vv := range req.Header {
 		if !validFieldName(k) {
@@ -254,11 +265,13 @@ func (c *conn) writeError(code int, msg string) {
 
 // handle runs the handler for req and finishes its response. It reports
 // whether the connection may carry another request.
-func (c *conn) handle(req *http.Request) bool {
+func (c *conn) handle(parsed *http.Request) bool {
 	ctx, cancel := context.WithCancel(c.base)
 	defer cancel()
 	c.r.startRequest(cancel)
-	req = req.WithContext(ctx)
+	// A copy with the context; parsed itself stays with the caller (on
+	// its stack when readPlainRequest filled it).
+	req := parsed.WithContext(ctx)
 	req.RemoteAddr = c.remoteAddr
 
 	w := &c.w

@@ -1,0 +1,250 @@
+package h1server
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// plainHeads are heads readPlainRequest takes itself.
+var plainHeads = []string{
+	"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /api/v1/score-sets/urn:mavedb:00000001-a-1 HTTP/1.1\r\nHost: localhost:8080\r\n\r\n",
+	"GET /search?q=cats&page=2 HTTP/1.1\r\nHost: example.org\r\nUser-Agent: curl/8.5.0\r\nAccept: */*\r\n\r\n",
+	"HEAD /x HTTP/1.0\r\n\r\n",
+	"GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+	"GET /x HTTP/1.1\r\nConnection: Keep-Alive, CLOSE\r\nHost: h\r\n\r\n",
+	"GET /x HTTP/1.1\r\nhost: h\r\nuser-agent: lower\r\nx-forwarded-for: 1.2.3.4\r\nX-FORWARDED-FOR: 5.6.7.8\r\n\r\n",
+	"DELETE /a%20b/%2F?x=%ZZ HTTP/1.1\r\nHost: h\r\nX-Empty:\r\nX-Spaces:  \t v \t \r\n\r\n",
+	"OPTIONS /x HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nCookie: a=1\r\nCookie: b=2\r\n\r\n",
+	"GET /x#frag HTTP/1.1\r\nHost: h\r\nA: \"quoted, with commas\"\r\n\r\nGET /next HTTP/1.1\r\n",
+	"X-CUSTOM~METHOD /x HTTP/1.1\r\nHost: [::1]:80\r\nWeird_Name.2!: v\r\n\r\n",
+	"GET //double//slashes/../x HTTP/1.1\r\nHost: h\r\n\r\n",
+	"GET / HTTP/1.1\r\n\r\n" + strings.Repeat("x", 10), // the next request's bytes
+}
+
+// otherHeads are heads left to http.ReadRequest, which reads some of
+// them (differently or with its rewrites) and refuses the others.
+var otherHeads = []string{
+	"",
+	"GET / HTTP/1.1\r\nHost: a\r\n",   // not whole yet
+	"GET / HTTP/1.1\nHost: a\n\n",     // bare LF
+	"GET / HTTP/1.1\r\nHost: a\n\r\n", // bare LF in a field
+	"GET / HTTP/1.1\r\nA: b\r\n c\r\nHost: a\r\n\r\n",        // obs-fold
+	"GET / HTTP/1.1\r\n A: b\r\nHost: a\r\n\r\n",             // leading space
+	"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n", // framing
+	"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: a\r\ncontent-length: 5\r\n\r\nhello",
+	"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nTrailer: X\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nPragma: no-cache\r\n\r\n", // net/http adds Cache-Control
+	"GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n",          // two Hosts
+	"GET http://a/x HTTP/1.1\r\nHost: b\r\n\r\n",            // absolute form
+	"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",                 // asterisk form
+	"CONNECT a:443 HTTP/1.1\r\nHost: a\r\n\r\n",             // authority form
+	"CONNECT /rpc HTTP/1.1\r\nHost: a\r\n\r\n",
+	"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+	"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.2\r\nHost: a\r\n\r\n",
+	"GET / http/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1 \r\nHost: a\r\n\r\n",
+	"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /a b HTTP/1.1\r\nHost: a\r\n\r\n",
+	"G(T / HTTP/1.1\r\nHost: a\r\n\r\n",
+	" GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /\x00 HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /\x7f HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: a\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nX: caf\xc3\xa9\r\n\r\n", // obs-text
+	"GET / HTTP/1.1\r\nHost: a\r\nX: a\x00b\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nX: a\x7fb\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nX: a\rb\r\n\r\n", // bare CR
+	"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nX : b\r\n\r\n", // space before colon
+	"GET / HTTP/1.1\r\nHost: a\r\nX\r\n\r\n",     // no colon
+	"GET / HTTP/1.1\r\nHost: a\r\n: b\r\n\r\n",   // no name
+	"GET / HTTP/1.1\r\nHost: a\r\nX(: b\r\n\r\n",
+	"GET / HTTP/1.1\r\nHost: a\r\nX: b\r\n\r\r\n",
+	"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n", // not a URL
+	"\r\n\r\n",
+}
+
+// checkAgainstReadRequest reads data with readPlainRequest and with
+// http.ReadRequest, and fails unless readPlainRequest either consumed
+// nothing, or returned what http.ReadRequest returns and left the same
+// bytes unread. It reports whether readPlainRequest took the head.
+func checkAgainstReadRequest(t *testing.T, data []byte) bool {
+	t.Helper()
+	br := bufio.NewReaderSize(bytes.NewReader(data), 4<<10)
+	br.Peek(1) // as serveOne does: the buffer filled
+	var got http.Request
+	took := readPlainRequest(br, &got)
+	rest, _ := io.ReadAll(br)
+
+	ref := bufio.NewReaderSize(bytes.NewReader(data), 4<<10)
+	want, err := http.ReadRequest(ref)
+	if !took {
+		if !bytes.Equal(rest, data) {
+			t.Fatalf("%q: not taken, yet %d bytes consumed", data, len(data)-len(rest))
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%q: taken, but http.ReadRequest says %v", data, err)
+	}
+	wantRest, _ := io.ReadAll(ref)
+	if !bytes.Equal(rest, wantRest) {
+		t.Fatalf("%q: left %q unread, http.ReadRequest %q", data, rest, wantRest)
+	}
+	same := func(what string, a, b any) {
+		t.Helper()
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%q: %s = %#v, http.ReadRequest has %#v", data, what, a, b)
+		}
+	}
+	same("Method", got.Method, want.Method)
+	same("URL", got.URL, want.URL)
+	same("Proto", got.Proto, want.Proto)
+	same("ProtoMajor", got.ProtoMajor, want.ProtoMajor)
+	same("ProtoMinor", got.ProtoMinor, want.ProtoMinor)
+	same("Header", got.Header, want.Header)
+	same("Host", got.Host, want.Host)
+	same("Close", got.Close, want.Close)
+	same("ContentLength", got.ContentLength, want.ContentLength)
+	same("TransferEncoding", got.TransferEncoding, want.TransferEncoding)
+	same("Trailer", got.Trailer, want.Trailer)
+	same("RequestURI", got.RequestURI, want.RequestURI)
+	same("Body is NoBody", got.Body == http.NoBody, want.Body == http.NoBody)
+	same("Body", got.Body, http.NoBody)
+	// The whole request, so that a field added to http.Request and set
+	// by http.ReadRequest does not go unnoticed.
+	got.Body, want.Body = nil, nil
+	same("request", got, *want)
+	// checkRequest skips the name and value checks for these.
+	for k, vv := range got.Header {
+		if !validFieldName(k) {
+			t.Fatalf("%q: name %q taken", data, k)
+		}
+		for _, v := range vv {
+			if !validFieldValue(v) {
+				t.Fatalf("%q: value %q taken", data, v)
+			}
+		}
+	}
+	return true
+}
+
+func TestPlainRequestAsReadRequest(t *testing.T) {
+	for _, h := range plainHeads {
+		if !checkAgainstReadRequest(t, []byte(h)) {
+			t.Errorf("%q: left to http.ReadRequest, want read as plain", h)
+		}
+	}
+	for _, h := range otherHeads {
+		if checkAgainstReadRequest(t, []byte(h)) {
+			t.Errorf("%q: read as plain, want left to http.ReadRequest", h)
+		}
+	}
+}
+
+// A head that does not fit the reader's buffer is net/http's.
+func TestPlainRequestLongHead(t *testing.T) {
+	h := "GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("v", 5000) + "\r\n\r\n"
+	if checkAgainstReadRequest(t, []byte(h)) {
+		t.Fatal("a head longer than the buffer was read as plain")
+	}
+}
+
+// Through the whole server, each plain head gets net/http's server's
+// answer (compare_test.go holds the rest).
+func TestPlainRequestThroughServer(t *testing.T) {
+	heads := append([]string{
+		"GET /x HTTP/1.1\r\n\r\n", // no Host: 400
+		"GET /x HTTP/1.1\r\nHost: a b\r\n\r\n",
+		"GET /x HTTP/1.1\r\nConnection: close\r\nHost: h\r\n\r\nGET /y HTTP/1.1\r\nHost: h\r\n\r\n",
+	}, plainHeads...)
+	for i, h := range heads {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			// Whole requests only: the probe sent after them must not be
+			// taken for the rest of one.
+			h = h[:strings.LastIndex(h, "\r\n\r\n")+4]
+			tc := cmpCase{name: fmt.Sprint(i), in: h, n: strings.Count(h, "\r\n\r\n")}
+			if strings.Contains(h, " HTTP/1.0\r\n") && !strings.Contains(h, "keep-alive") {
+				// The difference compare_test.go's http10-no-keepalive
+				// asserts: "Connection: close" where net/http sends none.
+				tc.ignore = []string{"header:Connection"}
+			}
+			tc.run(t)
+		})
+	}
+}
+
+func FuzzPlainRequest(f *testing.F) {
+	for _, h := range plainHeads {
+		f.Add([]byte(h))
+	}
+	for _, h := range otherHeads {
+		f.Add([]byte(h))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkAgainstReadRequest(t, data)
+	})
+}
+
+// The plain path allocates a handful of objects where http.ReadRequest
+// allocates for every line.
+func TestPlainRequestAllocations(t *testing.T) {
+	head := []byte("GET /api/v1/score-sets/urn:mavedb:00000001-a-1?x=1 HTTP/1.1\r\nHost: localhost:8080\r\n" +
+		"User-Agent: Mozilla/5.0\r\nAccept: */*\r\nAccept-Encoding: gzip\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n")
+	rd := bytes.NewReader(head)
+	br := bufio.NewReaderSize(rd, 4<<10)
+	allocs := testing.AllocsPerRun(200, func() {
+		rd.Reset(head)
+		br.Reset(rd)
+		br.Peek(1)
+		var req http.Request
+		if !readPlainRequest(br, &req) {
+			t.Fatal("not read as plain")
+		}
+	})
+	// The head's string, the values' slice, the map and its group, the
+	// URL.
+	if allocs > 5 {
+		t.Fatalf("%v allocations a request, want at most 5", allocs)
+	}
+}
+
+func BenchmarkReadRequest(b *testing.B) {
+	head := []byte("GET /api/v1/score-sets/urn:mavedb:00000001-a-1?x=1 HTTP/1.1\r\nHost: localhost:8080\r\n" +
+		"User-Agent: Mozilla/5.0\r\nAccept: */*\r\nAccept-Encoding: gzip\r\nX-Forwarded-For: 192.0.2.1\r\n\r\n")
+	rd := bytes.NewReader(head)
+	br := bufio.NewReaderSize(rd, 4<<10)
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rd.Reset(head)
+			br.Reset(rd)
+			br.Peek(1)
+			var req http.Request
+			if !readPlainRequest(br, &req) {
+				b.Fatal("not plain")
+			}
+		}
+	})
+	b.Run("net-http", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			rd.Reset(head)
+			br.Reset(rd)
+			if _, err := http.ReadRequest(br); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
