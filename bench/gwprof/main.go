@@ -2,7 +2,8 @@
 // through internal/cli) under runtime/pprof's CPU profiler, so that the
 // gateway can be profiled under wrk's load without adding a profiling
 // endpoint to the product. It stops on SIGINT or SIGTERM, or after
-// -duration, and writes the profile to -cpuprofile:
+// -duration, and writes the profile to -cpuprofile (and, with -memprofile,
+// every allocation made to that file: slower, for counting allocations):
 //
 //	GOMAXPROCS=1 go run ./bench/gwprof -cpuprofile cpu.out -- serve --config bench/mavedb-bench.yaml
 //	go tool pprof -top cpu.out
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -24,7 +26,11 @@ import (
 func main() {
 	out := flag.String("cpuprofile", "cpu.out", "where to write the CPU profile")
 	d := flag.Duration("duration", 10*time.Minute, "stop after this long at most")
+	mem := flag.String("memprofile", "", "also write an allocation profile (every allocation sampled) here")
 	flag.Parse()
+	if *mem != "" {
+		runtime.MemProfileRate = 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *d)
@@ -40,9 +46,27 @@ func main() {
 	}
 	code := cli.Run(ctx, flag.Args(), os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
+	if *mem != "" {
+		if err := writeHeapProfile(*mem); err != nil {
+			fmt.Fprintln(os.Stderr, "gwprof:", err)
+			code = 1
+		}
+	}
 	if err := f.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "gwprof:", err)
 		code = 1
 	}
 	os.Exit(code)
+}
+
+func writeHeapProfile(name string) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
