@@ -148,11 +148,7 @@ func (c *conn) serveOne() bool {
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
 		return false // closed by Shutdown
 	}
-	if d := s.ReadHeaderTimeout; d > 0 {
-		if c.served { // the first request keeps the deadline set at accept
-			c.rwc.SetReadDeadline(time.Now().Add(d))
-		}
-	} else if s.idleTimeout() > 0 {
+	if s.ReadHeaderTimeout <= 0 && s.idleTimeout() > 0 {
 		c.rwc.SetReadDeadline(time.Time{})
 	}
 	c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
@@ -165,12 +161,18 @@ func (c *conn) serveOne() bool {
 		}
 		c.br.Discard(n)
 	}
-	// The plain head of nearly every request is read here; any other,
-	// and any error, by net/http's parser.
+	// The plain head of nearly every request is read here, already
+	// arrived whole (so no header deadline to set); any other, and any
+	// error, by net/http's parser.
 	var plain http.Request
 	req := &plain
 	fieldsChecked := readPlainRequest(c.br, req)
 	if !fieldsChecked {
+		// The rest of the head has ReadHeaderTimeout to arrive.
+		if d := s.ReadHeaderTimeout; d > 0 && c.served {
+			// (The first request keeps the deadline set at accept.)
+			c.rwc.SetReadDeadline(time.Now().Add(d))
+		}
 		var err error
 		if req, err = http.ReadRequest(c.br); err != nil {
 			c.rejectRequest(err)

@@ -3,12 +3,14 @@ package h1server
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // plainHeads are heads readPlainRequest takes itself.
@@ -247,4 +249,25 @@ func BenchmarkReadRequest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPartialHeadHasHeaderTimeout: a head that has not arrived whole is
+// left to http.ReadRequest, under ReadHeaderTimeout — on a connection's
+// second request too, where no deadline was set at accept. (Closing is
+// asserted, never the time it took.)
+func TestPartialHeadHasHeaderTimeout(t *testing.T) {
+	addr := startServer(t, &Server{
+		Handler:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		ReadHeaderTimeout: 50 * time.Millisecond,
+		IdleTimeout:       time.Hour,
+	})
+	c, br := dialT(t, addr)
+	io.WriteString(c, "GET /1 HTTP/1.1\r\nHost: x\r\n\r\n")
+	if code, _ := answerOf(t, br); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	io.WriteString(c, "GET /2 HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("a head that stops half-way: read %v, want EOF (closed by the server)", err)
+	}
 }

@@ -321,7 +321,6 @@ func (w *response) commit(final bool) {
 	if v := h["Transfer-Encoding"]; len(v) > 0 {
 		te = v[0]
 	}
-	trailers := hasTrailers(h)
 	var length string // a Content-Length to add
 	switch {
 	case w.noBody:
@@ -331,7 +330,7 @@ func (w *response) commit(final bool) {
 		}
 	case w.contentLength >= 0:
 		// Declared by the handler.
-	case final && !trailers && te == "":
+	case final && te == "" && !hasTrailers(h): // (walks h: only when needed)
 		w.contentLength = int64(len(w.buf))
 		length = contentLengthString(len(w.buf))
 	case te == "identity" || !w.req.ProtoAtLeast(1, 1):
