@@ -33,7 +33,9 @@ import (
 // It costs one string for the whole head (method, target, names and
 // values are parts of it), one slice for the values, the header map and
 // the URL: a handful of allocations where http.ReadRequest makes one or
-// two for every line.
+// two for every line. The price: a value kept after the request keeps the
+// whole head (at most the 4 KiB buffer) alive; code that keeps request
+// strings for long copies them (strings.Clone), as package session does.
 func readPlainRequest(br *bufio.Reader, req *http.Request) bool {
 	buf, _ := br.Peek(br.Buffered())
 	end := indexHeadEnd(buf)
