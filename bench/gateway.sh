@@ -15,6 +15,7 @@
 #   revproxy          a plain httputil.ReverseProxy (bench/revproxy, GOMAXPROCS=1)
 #   fwdproxy          internal/forward under the same net/http server (bench/fwdproxy,
 #                     GOMAXPROCS=1); not in the default TARGETS
+#   h1front, relay    measurement aids (below); not in the default TARGETS
 #
 # Throughput: wrk against each in turn, alternating, ROUNDS rounds; the
 # table shows each one's median, range, and ratios to the bare upstream and
@@ -32,9 +33,10 @@
 #   RATE latency's requests/s [1000]  LAT_DURATION [10s]  LAT_CONNS [16]
 #   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
 #   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4,
-#     fwdproxy +5, h1front +6 (the last two are measurement aids, not in the default TARGETS:
-#     bench/fwdproxy is the forwarder alone behind net/http's server, bench/h1front the
-#     gateway behind a minimal, unsafe HTTP/1.1 loop instead of floodgate's own server)
+#     fwdproxy +5, h1front +6, relay +7 (the last three are measurement aids, not in the default
+#     TARGETS: bench/fwdproxy is the forwarder alone behind net/http's server, bench/h1front the
+#     gateway behind a minimal, unsafe HTTP/1.1 loop instead of floodgate's own server,
+#     bench/relay a byte relay with no HTTP at all: the floor of a Go proxy here)
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
 #   LATENCY [1]: 0 skips the latency measurement
 #   CPUPROFILE: run floodgate under bench/gwprof, which writes a CPU profile
@@ -62,6 +64,7 @@ up_port=$((base + 1))
 declare -A port=(
 	[direct]=$up_port [floodgate]=$base [nginx_limit_req]=$((base + 2))
 	[haproxy]=$((base + 3)) [revproxy]=$((base + 4)) [fwdproxy]=$((base + 5)) [h1front]=$((base + 6))
+	[relay]=$((base + 7))
 )
 admin_port=$((base + 10))
 
@@ -120,6 +123,7 @@ go build -o "$dir/floodgate" ./cmd/floodgate
 go build -o "$dir/revproxy" ./bench/revproxy
 go build -o "$dir/fwdproxy" ./bench/fwdproxy
 go build -o "$dir/h1front" ./bench/h1front
+go build -o "$dir/relay" ./bench/relay
 go build -o "$dir/latency" ./bench/latency
 fg=("$dir/floodgate")
 if [ -n "${CPUPROFILE:-}" ]; then
@@ -165,6 +169,11 @@ for t in "${targets[@]}"; do
 	h1front)
 		FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
 			"$dir/h1front" -listen "127.0.0.1:${port[$t]}" -config bench/mavedb-bench.yaml >"$dir/h1front.log" 2>&1 &
+		pids+=($!) tpid[$t]=$!
+		;;
+	relay)
+		GOMAXPROCS=1 "$dir/relay" -listen "127.0.0.1:${port[$t]}" -upstream "127.0.0.1:$up_port" \
+			>"$dir/relay.log" 2>&1 &
 		pids+=($!) tpid[$t]=$!
 		;;
 	*)
