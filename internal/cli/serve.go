@@ -88,6 +88,11 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	c := &f.Config
 
 	logger := telemetry.NewLogger(env.stderr, c.Log.Level)
+	stopGC, err := startGCFloor(env, logger)
+	if err != nil {
+		return err
+	}
+	defer stopGC()
 	metrics := telemetry.NewMetrics(version.String())
 	store, closer, err := gateway.NewStore(&c.Store, metrics, logger)
 	if err != nil {
