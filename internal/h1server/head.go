@@ -56,9 +56,12 @@ func readPlainRequest(br *bufio.Reader, req *http.Request) bool {
 	sp = strings.IndexByte(rest, ' ')
 	target := rest[:sp]
 	minor := int(rest[sp+8] - '0') // "HTTP/1.x"
-	u, err := url.ParseRequestURI(target)
-	if err != nil {
-		return false // net/http's error, from net/http
+	u := originForm(target)
+	if u == nil {
+		var err error
+		if u, err = url.ParseRequestURI(target); err != nil {
+			return false // net/http's error, from net/http
+		}
 	}
 
 	h := make(http.Header, lines)
@@ -114,6 +117,45 @@ func readPlainRequest(br *bufio.Reader, req *http.Request) bool {
 }
 
 var protoNames = [2]string{"HTTP/1.0", "HTTP/1.1"}
+
+// originForm returns the URL url.ParseRequestURI makes of an origin-form
+// target whose path has only bytes it keeps as they are (no
+// percent-encoding, nothing it would escape): the path and the query
+// string, split at the first "?". For any other target, nil.
+func originForm(target string) *url.URL {
+	if target == "" || target[0] != '/' {
+		return nil
+	}
+	path, query, hasQuery := strings.Cut(target, "?")
+	for i := 0; i < len(path); i++ {
+		if !pathAsIs[path[i]] {
+			return nil
+		}
+	}
+	for i := 0; i < len(query); i++ {
+		if c := query[i]; c < ' ' || c == 0x7f {
+			return nil // refused by url.ParseRequestURI (readPlainRequest never has one)
+		}
+	}
+	// A target ending in its only "?" keeps it (URL.ForceQuery).
+	return &url.URL{Path: path, RawQuery: query, ForceQuery: hasQuery && query == ""}
+}
+
+// pathAsIs[c]: url.ParseRequestURI keeps c in a path as it is (URL.Path
+// is the bytes, URL.RawPath empty). Found by asking it, byte by byte:
+// unescaping and escaping a path work byte by byte, so a path of only
+// these bytes is kept whole.
+var pathAsIs = func() (t [256]bool) {
+	for c := byte(0x21); c < 0x7f; c++ {
+		if c == '?' || c == '%' {
+			continue
+		}
+		p := "/" + string(c)
+		u, err := url.ParseRequestURI(p)
+		t[c] = err == nil && *u == url.URL{Path: p}
+	}
+	return t
+}()
 
 // indexHeadEnd returns the length of the head at the start of buf, up to
 // and including the CR LF CR LF that ends it, or -1.

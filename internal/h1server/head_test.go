@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -270,4 +271,50 @@ func TestPartialHeadHasHeaderTimeout(t *testing.T) {
 	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 		t.Errorf("a head that stops half-way: read %v, want EOF (closed by the server)", err)
 	}
+}
+
+// originForm makes exactly url.ParseRequestURI's URL, or leaves the
+// target to it.
+func checkOriginForm(t *testing.T, target string) bool {
+	t.Helper()
+	got := originForm(target)
+	if got == nil {
+		return false
+	}
+	want, err := url.ParseRequestURI(target)
+	if err != nil {
+		t.Fatalf("originForm(%q) = %#v, url.ParseRequestURI: %v", target, got, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("originForm(%q) = %#v, url.ParseRequestURI = %#v", target, got, want)
+	}
+	return true
+}
+
+func TestOriginForm(t *testing.T) {
+	for _, target := range []string{
+		"/", "/api/v1/score-sets/urn:mavedb:00000001-a-1", "/a?", "/a?b", "/a?b?", "/a??", "/?",
+		"/a?q=%zz&x=1#f", "//a//b/../c", "/$&+,-.:;=@_~", "/a?b c",
+	} {
+		if !checkOriginForm(t, target) {
+			t.Errorf("originForm(%q) = nil, want the URL", target)
+		}
+	}
+	for _, target := range []string{
+		"", "*", "a", "http://h/a", "/a%20b", "/a%2F", "/%zz", "/a b", "/a#f", "/a!", "/a*", "/a'b",
+		"/(x)", "/[::1]", "/caf\xc3\xa9", "/a\x00", "/a\x7f", "/?\x00", "/a?b\x7f", "/a?\r\n", "/a\\b", "/a\"b", "/a<b>", "/a|b", "/a^b", "/a`b", "/a{b}",
+	} {
+		if checkOriginForm(t, target) {
+			t.Errorf("originForm(%q) made a URL itself, want nil (url.ParseRequestURI's)", target)
+		}
+	}
+}
+
+func FuzzOriginForm(f *testing.F) {
+	for _, s := range []string{"/", "/a?b", "/a?", "/a%20", "/a#b", "//x", "/a?b?c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, target string) {
+		checkOriginForm(t, target)
+	})
 }
