@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -54,5 +55,32 @@ func BenchmarkServe(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkAnswerHead: the status line and header of a forwarded answer
+// (the fields nginx sends, and floodgate's RateLimit fields), written
+// into a buffer, as floodgate's server does for every answer.
+func BenchmarkAnswerHead(b *testing.B) {
+	c := &conn{srv: &Server{}, bw: bufio.NewWriterSize(io.Discard, 16<<10)}
+	c.w.conn = c
+	c.w.header = make(http.Header, 16)
+	w := &c.w
+	req := httptest.NewRequest("GET", "/api/v1/score-sets/urn:mavedb:00000001-a-1", nil)
+	body := []byte(`{"urn":"urn:mavedb:00000001-a-1","title":"benchmark","numVariants":1234}` + "\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		w.reset(req)
+		h := w.Header()
+		h["Server"] = []string{"nginx/1.22.1"}
+		h["Date"] = []string{"Mon, 30 Nov 2026 17:20:00 GMT"}
+		h["Content-Type"] = []string{"application/json"}
+		h["Content-Length"] = []string{"73"}
+		h["Ratelimit-Policy"] = []string{`"rate-limit-ip";q=1500000000;w=300`}
+		h["Ratelimit"] = []string{`"rate-limit-ip";r=1499999999;t=300`}
+		w.WriteHeader(http.StatusOK)
+		w.Write(body)
+		w.finish()
+		w.release()
 	}
 }
