@@ -8,38 +8,25 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // scriptedUpstream is a raw upstream: for each request it reads, fn writes
 // whatever bytes it likes.
 func scriptedUpstream(t *testing.T, fn func(c net.Conn, r *http.Request)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
+	return "http://" + testnet.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			r, err := http.ReadRequest(br)
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					r, err := http.ReadRequest(br)
-					if err != nil {
-						return
-					}
-					io.Copy(io.Discard, r.Body)
-					fn(c, r)
-				}
-			}()
+			io.Copy(io.Discard, r.Body)
+			fn(c, r)
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 // injected is a complete response an upstream sends where it should not:

@@ -10,48 +10,33 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // rawUpstream answers every request head it reads with the same small
 // JSON answer, allocating nothing per request: what a test counts is the
 // gateway's.
 func rawUpstream(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	answer := []byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{\"ok\":true,\"n\":1}")
-	go func() {
+	return "http://" + testnet.Serve(t, func(c net.Conn) {
+		buf := make([]byte, 8<<10)
+		n := 0
 		for {
-			c, err := ln.Accept()
+			m, err := c.Read(buf[n:])
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				buf := make([]byte, 8<<10)
-				n := 0
-				for {
-					m, err := c.Read(buf[n:])
-					if err != nil {
-						return
-					}
-					n += m
-					if end := bytes.Index(buf[:n], []byte("\r\n\r\n")); end >= 0 {
-						n = copy(buf, buf[end+4:n])
-						if _, err := c.Write(answer); err != nil {
-							return
-						}
-					} else if n == len(buf) {
-						return
-					}
+			n += m
+			if end := bytes.Index(buf[:n], []byte("\r\n\r\n")); end >= 0 {
+				n = copy(buf, buf[end+4:n])
+				if _, err := c.Write(answer); err != nil {
+					return
 				}
-			}()
+			} else if n == len(buf) {
+				return
+			}
 		}
-	}()
-	return "http://" + ln.Addr().String()
+	})
 }
 
 // rawExchange sends req on c and reads one answer with a Content-Length

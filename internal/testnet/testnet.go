@@ -1,6 +1,7 @@
 // Package testnet holds what the tests of several packages need to run
-// real servers on loopback: a free address, and a buffer a server's log
-// can be written to while the test reads it. For tests only.
+// real servers on loopback: a free address, a raw server's accept loop,
+// and a buffer a server's log can be written to while the test reads it.
+// For tests only.
 package testnet
 
 import (
@@ -39,4 +40,50 @@ func (l *Buffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// Serve listens on a loopback port and runs handle on each connection
+// accepted, in its own goroutine, until the test ends; then it closes the
+// listener and every connection and waits for the handlers. It returns
+// the address ("127.0.0.1:port").
+func Serve(t testing.TB, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				handle(c)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
 }
