@@ -7,8 +7,9 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"sync"
 	"testing"
+
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // benchBody and benchResponse are what bench/gateway.sh's nginx upstream
@@ -30,47 +31,17 @@ var (
 // fastUpstream answers every request with benchResponse, allocating
 // nothing per request, so that the benchmarks measure the proxies.
 func fastUpstream(b testing.TB) string {
-	ln := listen(b)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	return "http://" + testnet.Serve(b, func(c net.Conn) {
+		br := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
-			if err != nil {
+			if err := skipHead(br); err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					if err := skipHead(br); err != nil {
-						return
-					}
-					if _, err := c.Write(benchResponseBytes); err != nil {
-						return
-					}
-				}
-			}()
+			if _, err := c.Write(benchResponseBytes); err != nil {
+				return
+			}
 		}
-	}()
-	b.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
 	})
-	return "http://" + ln.Addr().String()
 }
 
 // skipHead reads up to the empty line that ends a request head.
