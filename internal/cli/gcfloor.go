@@ -46,10 +46,7 @@ func parseBytes(s string) (uint64, error) {
 		return 0, nil
 	}
 	num, mult := s, uint64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   uint64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
+	for _, u := range sizeUnits {
 		if n, ok := strings.CutSuffix(s, u.suffix); ok {
 			num, mult = n, u.mult
 			break
@@ -65,12 +62,15 @@ func parseBytes(s string) (uint64, error) {
 	return n * mult, nil
 }
 
+// sizeUnits are the suffixes of a size, largest first.
+var sizeUnits = []struct {
+	suffix string
+	mult   uint64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
+
 // formatBytes writes a size as parseBytes reads it.
 func formatBytes(n uint64) string {
-	for _, u := range []struct {
-		suffix string
-		mult   uint64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+	for _, u := range sizeUnits {
 		if n >= u.mult && n%u.mult == 0 {
 			return strconv.FormatUint(n/u.mult, 10) + u.suffix
 		}

@@ -199,6 +199,20 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
+// nextRequest reads the next request of a connection's bytes as a server
+// does: one CR LF (or LF, or CR) some clients send after a body is
+// skipped first (RFC 9112 section 2.2), then http.ReadRequest.
+func nextRequest(br *bufio.Reader) (*http.Request, error) {
+	if p, _ := br.Peek(2); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
+		if len(p) > 1 && p[0] == '\r' && p[1] == '\n' {
+			br.Discard(2)
+		} else {
+			br.Discard(1)
+		}
+	}
+	return http.ReadRequest(br)
+}
+
 // methodsOf parses the requests in raw in sequence, as far as
 // http.ReadRequest can, and returns their methods (to read the answers to
 // HEAD requests right).
@@ -206,14 +220,7 @@ func methodsOf(raw string) []string {
 	var ms []string
 	br := bufio.NewReader(strings.NewReader(raw))
 	for {
-		if p, _ := br.Peek(2); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
-			if len(p) > 1 && p[0] == '\r' && p[1] == '\n' {
-				br.Discard(2)
-			} else {
-				br.Discard(1)
-			}
-		}
-		req, err := http.ReadRequest(br)
+		req, err := nextRequest(br)
 		if err != nil {
 			return ms
 		}

@@ -109,14 +109,7 @@ func referenceRequests(data []byte) []refRequest {
 	var reqs []refRequest
 	br := bufio.NewReader(bytes.NewReader(data))
 	for {
-		if p, _ := br.Peek(2); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
-			if len(p) > 1 && p[0] == '\r' && p[1] == '\n' {
-				br.Discard(2)
-			} else {
-				br.Discard(1)
-			}
-		}
-		req, err := http.ReadRequest(br)
+		req, err := nextRequest(br)
 		if err != nil {
 			return reqs
 		}

@@ -150,9 +150,9 @@ func Percent(live, floor uint64, base int) int {
 	return int(p)
 }
 
-// Cycles returns how many collections the tuner has seen since the
+// cycles returns how many collections the tuner has seen since the
 // process started.
-func Cycles() uint64 {
+func cycles() uint64 {
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	return state.cycles

@@ -38,13 +38,13 @@ func TestStartFollowsCollections(t *testing.T) {
 
 	const floor = 64 << 20
 	Start(floor)
-	start := Cycles()
+	start := cycles()
 	var got uint64
 	for i := 0; i < 1000 && got < 3; i++ {
 		sink = make([]byte, 1<<20) // garbage for the collector
 		runtime.GC()
 		runtime.Gosched() // let the cleanup goroutine run
-		got = Cycles() - start
+		got = cycles() - start
 	}
 	if got < 3 {
 		t.Fatalf("the tuner saw %d collections after 1000 runtime.GC calls", got)
@@ -64,10 +64,10 @@ func TestStartFollowsCollections(t *testing.T) {
 		t.Errorf("after Stop, GOGC = %d, want 100 back", p)
 	}
 	// Stopped: collections no longer counted.
-	n := Cycles()
+	n := cycles()
 	runtime.GC()
 	runtime.GC()
-	if Cycles() != n {
+	if cycles() != n {
 		t.Errorf("collections still counted after Stop")
 	}
 }
