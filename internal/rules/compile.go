@@ -77,7 +77,7 @@ type Rule struct {
 	// ConfigIndex is the index of the rule in the configuration's rules.
 	ConfigIndex int
 
-	when      cel.Program       // nil: always
+	when      *condition        // nil: always
 	whenSrc   string            // when's source, trimmed
 	whenSlot  int               // rules with the same when share a slot (< 64), evaluated once a request; -1: none
 	countWhen cel.Program       // nil: every request counts
@@ -219,11 +219,11 @@ func compileRule(f *config.File, env, respEnv *cel.Env, i int, rc config.Rule) (
 		r.Action = Block
 	}
 	if w := strings.TrimSpace(rc.When); w != "" && w != "true" {
-		prg, err := compileExpr(env, w, cel.BoolType)
+		c, err := newCondition(env, w)
 		if err != nil {
 			problems = append(problems, f.Problem(path+".when", err.Error()))
 		}
-		r.when, r.whenSrc = prg, w
+		r.when, r.whenSrc = c, w
 	}
 	alg, _ := ratelimit.ParseAlgorithm(rc.Algorithm)
 	for _, s := range rc.Limits {
@@ -301,7 +301,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, i int, rc config.Rule) (
 
 // Condition is a compiled CEL condition over the request model, for
 // settings outside rules (sessions.issue_when).
-type Condition struct{ prg cel.Program }
+type Condition struct{ c *condition }
 
 // CompileCondition compiles a boolean CEL condition over the request
 // model. "" and "true" compile to a condition that always holds.
@@ -313,22 +313,18 @@ func CompileCondition(src string) (Condition, error) {
 	if err != nil {
 		return Condition{}, err
 	}
-	prg, err := compileExpr(env, src, cel.BoolType)
-	return Condition{prg}, err
+	c, err := newCondition(env, src)
+	return Condition{c}, err
 }
 
 // Holds reports whether the condition holds for req; an evaluation error
 // counts as false.
 func (c Condition) Holds(req *Request) bool {
-	if c.prg == nil {
+	if c.c == nil {
 		return true
 	}
-	out, _, err := c.prg.Eval(activation{req})
-	if err != nil {
-		return false
-	}
-	b, ok := out.Value().(bool)
-	return ok && b
+	b, err := c.c.eval(req)
+	return err == nil && b
 }
 
 // HasCountWhen reports whether the rule counts only responses matching a
@@ -356,24 +352,30 @@ func keyType(parts []keyPart, spec []string) string {
 // compileExpr parses and type-checks src; want nil accepts string, int,
 // uint and bool results (key expressions).
 func compileExpr(env *cel.Env, src string, want *cel.Type) (cel.Program, error) {
+	_, prg, err := checkExpr(env, src, want)
+	return prg, err
+}
+
+// checkExpr is compileExpr, also returning the checked expression.
+func checkExpr(env *cel.Env, src string, want *cel.Type) (*cel.Ast, cel.Program, error) {
 	ast, iss := env.Compile(src)
 	if iss != nil && iss.Err() != nil {
-		return nil, fmt.Errorf("CEL: %s", oneLine(iss.Err().Error()))
+		return nil, nil, fmt.Errorf("CEL: %s", oneLine(iss.Err().Error()))
 	}
 	out := ast.OutputType()
 	if want != nil {
 		if !out.IsExactType(want) {
-			return nil, fmt.Errorf("CEL: expression has type %s, want %s", out, want)
+			return nil, nil, fmt.Errorf("CEL: expression has type %s, want %s", out, want)
 		}
 	} else if !out.IsExactType(cel.StringType) && !out.IsExactType(cel.IntType) &&
 		!out.IsExactType(cel.UintType) && !out.IsExactType(cel.BoolType) {
-		return nil, fmt.Errorf("CEL: key expression has type %s, want string, int, uint or bool", out)
+		return nil, nil, fmt.Errorf("CEL: key expression has type %s, want string, int, uint or bool", out)
 	}
 	prg, err := env.Program(ast, append([]cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}, regexOptions...)...)
 	if err != nil {
-		return nil, fmt.Errorf("CEL: %s", oneLine(err.Error()))
+		return nil, nil, fmt.Errorf("CEL: %s", oneLine(err.Error()))
 	}
-	return prg, nil
+	return ast, prg, nil
 }
 
 // oneLine folds cel-go's multi-line error (message, source line, caret)

@@ -109,13 +109,11 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 					continue
 				}
 			} else {
-				out, _, err := r.when.Eval(activation{req})
+				b, err := r.when.eval(req)
 				if err != nil {
 					e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
 					continue
 				}
-				b, ok := out.Value().(bool)
-				b = ok && b
 				if r.whenSlot >= 0 {
 					known |= bit
 					if b {

@@ -43,12 +43,12 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 			continue // not this client's plan, or no session / API client to key by
 		}
 		if r.when != nil {
-			out, _, err := r.when.Eval(activation{req})
+			b, err := r.when.eval(req)
 			if err != nil {
 				st.Err = err
 				continue
 			}
-			if b, ok := out.Value().(bool); !ok || !b {
+			if !b {
 				continue
 			}
 		}

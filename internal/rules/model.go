@@ -111,38 +111,16 @@ func (a activation) ResolveName(name string) (any, bool) {
 		return types.String(r.HTTP.Method), true
 	case "request.path":
 		return r.pathValue(), true
-	case "request.host":
-		return types.String(hostOnly(r.HTTP.Host)), true
-	case "request.scheme":
-		if r.HTTP.TLS != nil {
-			return types.String("https"), true
-		}
-		return types.String("http"), true
 	case "request.headers":
 		return types.DefaultTypeAdapter.NativeToValue(r.Headers()), true
 	case "request.query":
 		return types.DefaultTypeAdapter.NativeToValue(r.Query()), true
-	case "request.user_agent":
-		return types.String(r.HTTP.Header.Get("User-Agent")), true
-	case "route.name":
-		return types.String(r.Route), true
-	case "route.group":
-		return types.String(r.RouteGroup), true
-	case "client.ip":
-		if !r.ClientIP.IsValid() {
-			return types.String(""), true
-		}
-		return types.String(r.ClientIP.String()), true
-	case "client.internal":
-		return types.Bool(r.Internal), true
-	case "session.present":
-		return types.Bool(r.SessionPresent), true
-	case "session.valid":
-		return types.Bool(r.SessionValid), true
-	case "api_client.id":
-		return types.String(r.APIClient), true
-	case "api_client.plan":
-		return types.String(r.APIClientPlan), true
+	}
+	if f := stringVars[name]; f != nil {
+		return types.String(f(r)), true
+	}
+	if f := boolVars[name]; f != nil {
+		return types.Bool(f(r)), true
 	}
 	return nil, false
 }
