@@ -24,6 +24,11 @@ const (
 	// environment): 1500/5m becomes 1500000000/5m, 5 million a second,
 	// which no benchmark on one machine reaches.
 	limitFactor = 1_000_000
+	// secondsFactor multiplies the limits of a rule with cost:
+	// upstream_seconds instead: the store counts them in milliseconds, at
+	// most 2^32 - 1 a window, so 900/1h becomes 3 600 000/1h, a thousand
+	// upstream-seconds a second, which no benchmark's 32 connections reach.
+	secondsFactor = 4_000
 	// inflightFactor multiplies every concurrency cap (max_inflight,
 	// max_inflight_per_key): 4 becomes 1 000 000, the largest value the
 	// loader accepts, above any benchmark's connection count.
@@ -43,7 +48,7 @@ func TestBenchConfigIsExampleScaled(t *testing.T) {
 	want := parse(t, examplePath)
 	got := parse(t, benchPath)
 	var diffs []string
-	compare(&diffs, "", "", want, got)
+	compare(&diffs, "", "", want, got, limitFactor)
 	for _, d := range diffs {
 		t.Errorf("%s: %s", benchPath, d)
 	}
@@ -76,20 +81,23 @@ func TestBenchConfigLoads(t *testing.T) {
 // TestCompare checks the comparison itself on small documents: it must
 // accept exactly the scaled numbers and reject every other change.
 func TestCompare(t *testing.T) {
-	base := "rules:\n- name: a\n  limits: [300/1m, 5/1s]\n  max_inflight: 4\n  retry_after: 300s\n"
+	const budget = "- name: c\n  cost: upstream_seconds\n  limits: [900/1h]\n"
+	const budgetScaled = "- name: c\n  cost: upstream_seconds\n  limits: [3600000/1h]\n"
+	base := "rules:\n- name: a\n  limits: [300/1m, 5/1s]\n  max_inflight: 4\n  retry_after: 300s\n" + budget
 	tests := []struct {
 		name  string
 		bench string
 		ok    bool
 	}{
-		{"scaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", true},
-		{"unscaled limit", "rules:\n- name: a\n  limits: [300/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
-		{"window changed", "rules:\n- name: a\n  limits: [300000000/5m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
-		{"other number scaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300000000s\n", false},
-		{"cap unscaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 4\n  retry_after: 300s\n", false},
-		{"key added", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n  action: count\n", false},
-		{"limit dropped", "rules:\n- name: a\n  limits: [300000000/1m]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
-		{"name changed", "rules:\n- name: b\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n", false},
+		{"scaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n" + budgetScaled, true},
+		{"unscaled limit", "rules:\n- name: a\n  limits: [300/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n" + budgetScaled, false},
+		{"window changed", "rules:\n- name: a\n  limits: [300000000/5m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n" + budgetScaled, false},
+		{"other number scaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300000000s\n" + budgetScaled, false},
+		{"cap unscaled", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 4\n  retry_after: 300s\n" + budgetScaled, false},
+		{"key added", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n  action: count\n" + budgetScaled, false},
+		{"limit dropped", "rules:\n- name: a\n  limits: [300000000/1m]\n  max_inflight: 1000000\n  retry_after: 300s\n" + budgetScaled, false},
+		{"cost budget scaled by 1 000 000", "rules:\n- name: a\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n- name: c\n  cost: upstream_seconds\n  limits: [900000000/1h]\n", false},
+		{"name changed", "rules:\n- name: b\n  limits: [300000000/1m, 5000000/1s]\n  max_inflight: 1000000\n  retry_after: 300s\n" + budgetScaled, false},
 	}
 	for _, tt := range tests {
 		var a, b yaml.Node
@@ -100,7 +108,7 @@ func TestCompare(t *testing.T) {
 			t.Fatal(err)
 		}
 		var diffs []string
-		compare(&diffs, "", "", &a, &b)
+		compare(&diffs, "", "", &a, &b, limitFactor)
 		if ok := len(diffs) == 0; ok != tt.ok {
 			t.Errorf("%s: compare found %q, want ok=%v", tt.name, diffs, tt.ok)
 		}
@@ -122,8 +130,9 @@ func parse(t *testing.T, path string) *yaml.Node {
 
 // compare appends to diffs every way in which got differs from want
 // scaled. at is the field path, key the mapping key the nodes are the
-// value of (for a sequence's items, the key of the sequence).
-func compare(diffs *[]string, at, key string, want, got *yaml.Node) {
+// value of (for a sequence's items, the key of the sequence), factor the
+// limits' factor (secondsFactor inside a rule with cost: upstream_seconds).
+func compare(diffs *[]string, at, key string, want, got *yaml.Node, factor int64) {
 	if want.Kind != got.Kind {
 		*diffs = append(*diffs, fmt.Sprintf("%s (line %d): kind %v, want %v", at, got.Line, got.Kind, want.Kind))
 		return
@@ -135,7 +144,7 @@ func compare(diffs *[]string, at, key string, want, got *yaml.Node) {
 			return
 		}
 		for i := range want.Content {
-			compare(diffs, at, key, want.Content[i], got.Content[i])
+			compare(diffs, at, key, want.Content[i], got.Content[i], factor)
 		}
 	case yaml.MappingNode:
 		if len(want.Content) != len(got.Content) {
@@ -143,12 +152,17 @@ func compare(diffs *[]string, at, key string, want, got *yaml.Node) {
 			return
 		}
 		for i := 0; i+1 < len(want.Content); i += 2 {
+			if k, v := want.Content[i], want.Content[i+1]; k.Value == "cost" && v.Value == "upstream_seconds" {
+				factor = secondsFactor
+			}
+		}
+		for i := 0; i+1 < len(want.Content); i += 2 {
 			wk, gk := want.Content[i], got.Content[i]
 			if wk.Value != gk.Value {
 				*diffs = append(*diffs, fmt.Sprintf("%s (line %d): key %q, want %q", at, gk.Line, gk.Value, wk.Value))
 				continue
 			}
-			compare(diffs, join(at, wk.Value), wk.Value, want.Content[i+1], got.Content[i+1])
+			compare(diffs, join(at, wk.Value), wk.Value, want.Content[i+1], got.Content[i+1], factor)
 		}
 	case yaml.SequenceNode:
 		if len(want.Content) != len(got.Content) {
@@ -156,10 +170,10 @@ func compare(diffs *[]string, at, key string, want, got *yaml.Node) {
 			return
 		}
 		for i := range want.Content {
-			compare(diffs, at+"["+strconv.Itoa(i)+"]", key, want.Content[i], got.Content[i])
+			compare(diffs, at+"["+strconv.Itoa(i)+"]", key, want.Content[i], got.Content[i], factor)
 		}
 	case yaml.ScalarNode:
-		w, err := scaled(key, want.Value)
+		w, err := scaled(key, want.Value, factor)
 		if err != nil {
 			*diffs = append(*diffs, fmt.Sprintf("%s: %v", at, err))
 			return
@@ -168,13 +182,13 @@ func compare(diffs *[]string, at, key string, want, got *yaml.Node) {
 			*diffs = append(*diffs, fmt.Sprintf("%s (line %d): %s %q, want %s %q", at, got.Line, got.Tag, got.Value, want.Tag, w))
 		}
 	case yaml.AliasNode:
-		compare(diffs, at, key, want.Alias, got.Alias)
+		compare(diffs, at, key, want.Alias, got.Alias, factor)
 	}
 }
 
 // scaled returns what the benchmark's file must hold where the example
 // holds v under key.
-func scaled(key, v string) (string, error) {
+func scaled(key, v string, factor int64) (string, error) {
 	switch key {
 	case "limits", "candidates":
 		m := limitRE.FindStringSubmatch(v)
@@ -185,7 +199,7 @@ func scaled(key, v string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return strconv.FormatInt(n*limitFactor, 10) + "/" + m[2], nil
+		return strconv.FormatInt(n*factor, 10) + "/" + m[2], nil
 	case "max_inflight", "max_inflight_per_key":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

@@ -254,9 +254,17 @@ func compileRule(f *config.File, env, respEnv *cel.Env, i int, rc config.Rule) (
 	if r.Cost == config.CostUpstreamSeconds {
 		r.scale = 1000 // charged in milliseconds
 	}
-	for _, l := range r.Limits {
-		l.Count *= r.scale
-		r.storeLims = append(r.storeLims, l)
+	for j, l := range r.Limits {
+		// upstream_seconds are counted in milliseconds: the store's limit
+		// must hold the count a thousand times over.
+		sl := l
+		sl.Count *= r.scale
+		if err := sl.Validate(); err != nil || sl.Count/r.scale != l.Count {
+			problems = append(problems, f.Problem(path+".limits["+strconv.Itoa(j)+"]", fmt.Sprintf(
+				"%d upstream-seconds is %d ms, more than a %s limit can count (%d ms a window); use a smaller budget or algorithm: gcra",
+				l.Count, sl.Count, l.Algorithm, int64(ratelimit.MaxWindowCount))))
+		}
+		r.storeLims = append(r.storeLims, sl)
 	}
 	if w := strings.TrimSpace(rc.CountWhen); w != "" {
 		prg, err := compileExpr(respEnv, w, cel.BoolType)

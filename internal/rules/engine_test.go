@@ -355,3 +355,34 @@ func TestMatchesCondition(t *testing.T) {
 		}
 	}
 }
+
+// TestCostLimitsFitTheStore: upstream_seconds are counted in
+// milliseconds, so a budget the store cannot hold a thousand times over
+// is refused at load (it used to fail every charge at run time, and the
+// rule never counted).
+func TestCostLimitsFitTheStore(t *testing.T) {
+	f, err := config.Parse("t.yaml", []byte(`
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+rules:
+  - {name: fits, cost: upstream_seconds, limits: [4294967/1h]}
+  - {name: over, cost: upstream_seconds, limits: [900/1m, 4294968/1h]}
+  - {name: gcra, cost: upstream_seconds, algorithm: gcra, limits: [900000000/1h]}
+  - {name: requests, limits: [4294967295/1h]}
+  - {name: bytes, cost: response_bytes, limits: [4294967295/1h]}
+`), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := f.Validate(); len(ps) > 0 {
+		t.Fatalf("Validate: %v", ps)
+	}
+	f.Config.ApplyDefaults()
+	_, ps := rules.Compile(f)
+	if len(ps) != 1 {
+		t.Fatalf("problems %v, want one", ps)
+	}
+	want := "t.yaml:5: rules[1].limits[1]: 4294968 upstream-seconds is 4294968000 ms, more than a sliding_window limit can count (4294967295 ms a window); use a smaller budget or algorithm: gcra"
+	if got := ps.Error(); got != want {
+		t.Errorf("problem\n%s\nwant\n%s", got, want)
+	}
+}
