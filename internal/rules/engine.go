@@ -292,7 +292,10 @@ func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
 			continue // nothing was spent upstream
 		}
 		if r.countWhen != nil {
-			out, _, err := r.countWhen.Eval(responseActivation{activation{req}, &resp})
+			// A copy: were resp's own address taken, every call would
+			// move resp to the heap on entry, count_when or not.
+			rc := resp
+			out, _, err := r.countWhen.Eval(responseActivation{activation{req}, &rc})
 			if err != nil {
 				e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
 				continue
