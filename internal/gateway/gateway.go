@@ -489,6 +489,10 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 			v.ClosestDecision.Remaining, v.ClosestDecision.ResetAfter)
 		h := w.Header()
 		h["Ratelimit-Policy"] = ra.PolicyFieldValues()
+		// The value lives in st, released when ServeHTTP returns: the
+		// server must have read it by then. Both engines do, at
+		// WriteHeader (net/http copies the header there, h1server renders
+		// it), which the forwarder calls before it returns.
 		st.rateLimit[0] = string(st.buf)
 		h["Ratelimit"] = st.rateLimit[:]
 	}

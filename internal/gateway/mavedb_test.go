@@ -230,6 +230,29 @@ func TestMaveDBPerIPLimit(t *testing.T) {
 	}
 }
 
+// TestForwardedResponseRateLimitFields: a forwarded answer carries the
+// RateLimit fields of the rule it came closest to. The RateLimit value
+// lives in the request's pooled state, released when the gateway's
+// handler returns; floodgate's server used to read the header only when
+// it sent the buffered answer, after that, and sent "RateLimit: " empty
+// (it now renders the header at WriteHeader, as net/http copies it).
+func TestForwardedResponseRateLimitFields(t *testing.T) {
+	h := newHarness(t, mavedb, behindLB, nil)
+	// t: a sliding window's count is gone two windows after it began.
+	for i, want := range []string{`"rate-limit-ip";r=1499;t=600`, `"rate-limit-ip";r=1498;t=600`} {
+		resp, _ := h.do("GET", listPath, clientA)
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d", i+1, resp.StatusCode)
+		}
+		if got := resp.Header.Values("Ratelimit"); len(got) != 1 || got[0] != want {
+			t.Errorf("request %d: RateLimit %q, want %q", i+1, got, want)
+		}
+		if got := resp.Header.Get("Ratelimit-Policy"); got != `"rate-limit-ip";q=1500;w=300` {
+			t.Errorf("request %d: RateLimit-Policy %q", i+1, got)
+		}
+	}
+}
+
 func TestMaveDBCSVLimitAndPreflights(t *testing.T) {
 	h := newHarness(t, mavedb, behindLB, nil)
 

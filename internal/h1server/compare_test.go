@@ -850,6 +850,34 @@ func compareCases() []cmpCase {
 			// at WriteHeader even when the response is committed later (at
 			// the handler's return for a buffered answer).
 		},
+		{
+			name: "retained-header-changed-after-writeheader-ignored", in: get11 + get11, n: 2,
+			h: func(w http.ResponseWriter, r *http.Request, _ func(string, ...any)) {
+				h := w.Header()
+				vals := []string{"before"}
+				h["X-Value"] = vals
+				h.Set("X-Early", "1")
+				w.WriteHeader(200)
+				h.Set("X-Late", "1")
+				h.Del("X-Early")
+				vals[0] = "after"
+				io.WriteString(w, "ok")
+			},
+			// Regression: the header is sent as it was at WriteHeader
+			// whatever the handler does afterwards to the map it kept, or
+			// to the slices in it — net/http copies it there. h1server
+			// read the map when it committed the buffered answer, at the
+			// handler's return: it sent X-Late, no X-Early and
+			// "X-Value: after"; the gateway's RateLimit field, whose
+			// value lived in the request's pooled state, went out empty.
+			check: func(t *testing.T, _, h1 *result) {
+				for _, f := range h1.Final {
+					if got := fmt.Sprint(f.Header["X-Value"], f.Header["X-Early"], f.Header["X-Late"]); got != "[before] [1] []" {
+						t.Errorf("h1server: X-Value, X-Early, X-Late = %s, want [before] [1] []", got)
+					}
+				}
+			},
+		},
 		{name: "content-encoding-no-sniff", in: get11,
 			h: func(w http.ResponseWriter, r *http.Request, _ func(string, ...any)) {
 				w.Header().Set("Content-Encoding", "gzip")

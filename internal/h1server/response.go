@@ -24,8 +24,13 @@ type response struct {
 	conn   *conn
 	req    *http.Request
 	header http.Header  // the handler's
-	sent   http.Header  // the header as it was at WriteHeader, if the handler changed it after; else header
 	body   *requestBody // nil: the request has no body
+	// fields is the handler's header as it was at WriteHeader, rendered
+	// (net/http copies it there: what the handler does afterwards to the
+	// map, or to the slices in it, is not sent), and sent the facts the
+	// server takes from it.
+	fields []byte
+	sent   sentHeader
 
 	// cmu serializes 1xx answers, which may come from goroutines of the
 	// handler's (a body read sends 100 Continue; ReverseProxy relays an
@@ -49,8 +54,20 @@ type response struct {
 	fullDuplex bool
 }
 
+// sentHeader is what the server reads of the handler's header at
+// WriteHeader.
+type sentHeader struct {
+	conn0, conn1 int    // the Connection field lines in fields, left out when the server writes its own
+	close        bool   // Connection lists close
+	te           string // the first Transfer-Encoding value
+	encoded      bool   // a Content-Encoding is set: no Content-Type is sniffed
+	typed        bool   // a Content-Type is set (even empty): none is sniffed
+	dated        bool   // a Date is set
+	trailers     bool   // trailer fields are declared: the body goes chunked
+}
+
 func (w *response) reset(req *http.Request) {
-	w.req, w.sent, w.body, w.continuePending = req, nil, nil, false
+	w.req, w.body, w.continuePending = req, nil, false
 	w.status, w.wroteHeader, w.committed, w.chunked, w.noBody = http.StatusOK, false, false, false, false
 	w.contentLength, w.written, w.buf = -1, 0, w.buf[:0]
 	w.closeAfter, w.failed, w.hijacked, w.fullDuplex = req.Close, false, false, false
@@ -60,7 +77,11 @@ func (w *response) reset(req *http.Request) {
 // an idle connection keeps no request, header or body alive, and no
 // oversized map or slice.
 func (w *response) release() {
-	w.req, w.sent, w.body = nil, nil, nil
+	w.req, w.body = nil, nil
+	w.fields = w.fields[:0]
+	if cap(w.fields) > 16<<10 {
+		w.fields = nil
+	}
 	if len(w.header) > 64 {
 		w.header = make(http.Header, 16)
 	} else {
@@ -74,13 +95,8 @@ func (w *response) release() {
 
 // Header returns the handler's header. Changes made after WriteHeader
 // are not sent (but trailers are read from it at the end), as with
-// net/http: the first call after WriteHeader copies the header as it was.
-func (w *response) Header() http.Header {
-	if w.wroteHeader && !w.committed && w.sent == nil {
-		w.sent = w.header.Clone()
-	}
-	return w.header
-}
+// net/http: WriteHeader renders the header as it then is.
+func (w *response) Header() http.Header { return w.header }
 
 func (w *response) WriteHeader(code int) {
 	if w.hijacked || w.wroteHeader {
@@ -104,6 +120,7 @@ func (w *response) WriteHeader(code int) {
 			w.header.Del("Content-Length")
 		}
 	}
+	w.fields, w.sent = w.appendHeaderFields(w.fields[:0], w.header, code)
 }
 
 // writeInformational sends a 1xx answer (103 Early Hints, say) at once,
@@ -125,7 +142,8 @@ func (w *response) writeInformational(code int) {
 	bw := w.conn.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(statusLine(code))
-	w.writeHeaderFields(w.header, code, false)
+	fields, _ := w.appendHeaderFields(bw.AvailableBuffer(), w.header, code)
+	bw.Write(fields)
 	bw.WriteString("\r\n")
 	bw.Flush()
 }
@@ -296,10 +314,7 @@ func (w *response) commit(final bool) {
 	neverAsked := w.continuePending
 	w.continuePending, w.committed = false, true
 	w.cmu.Unlock()
-	c, h, code := w.conn, w.sent, w.status
-	if h == nil {
-		h = w.header
-	}
+	c, h, code := w.conn, &w.sent, w.status
 	isHead := w.req.Method == http.MethodHead
 	bodyAllowed := bodyAllowedForStatus(code)
 	w.noBody = isHead || !bodyAllowed
@@ -311,16 +326,13 @@ func (w *response) commit(final bool) {
 		w.closeAfter = true
 		c.linger = true
 	}
-	if v := h["Connection"]; len(v) > 0 && headerHasToken(v, "close") {
+	if h.close {
 		w.closeAfter = true
 	}
 	if c.srv.inShutdown.Load() {
 		w.closeAfter = true
 	}
-	te := ""
-	if v := h["Transfer-Encoding"]; len(v) > 0 {
-		te = v[0]
-	}
+	te := h.te
 	var length string // a Content-Length to add
 	switch {
 	case w.noBody:
@@ -330,7 +342,7 @@ func (w *response) commit(final bool) {
 		}
 	case w.contentLength >= 0:
 		// Declared by the handler.
-	case final && te == "" && !hasTrailers(h): // (walks h: only when needed)
+	case final && te == "" && !h.trailers:
 		w.contentLength = int64(len(w.buf))
 		length = contentLengthString(len(w.buf))
 	case te == "identity" || !w.req.ProtoAtLeast(1, 1):
@@ -340,10 +352,8 @@ func (w *response) commit(final bool) {
 		w.chunked = true
 	}
 	var ctype string
-	if bodyAllowed && len(w.buf) > 0 && len(h["Content-Encoding"]) == 0 && te == "" {
-		if _, ok := h["Content-Type"]; !ok {
-			ctype = http.DetectContentType(w.buf)
-		}
+	if bodyAllowed && len(w.buf) > 0 && !h.encoded && !h.typed && te == "" {
+		ctype = http.DetectContentType(w.buf)
 	}
 	var connection string
 	if w.closeAfter {
@@ -359,8 +369,13 @@ func (w *response) commit(final bool) {
 		bw.WriteString("HTTP/1.0 ")
 	}
 	bw.WriteString(statusLine(code))
-	w.writeHeaderFields(h, code, connection != "")
-	if _, ok := h["Date"]; !ok {
+	if connection != "" {
+		bw.Write(w.fields[:h.conn0])
+		bw.Write(w.fields[h.conn1:])
+	} else {
+		bw.Write(w.fields)
+	}
+	if !h.dated {
 		bw.WriteString("Date: ")
 		bw.WriteString(httpDate())
 		bw.WriteString("\r\n")
@@ -388,18 +403,25 @@ func (w *response) commit(final bool) {
 	}
 }
 
-// writeHeaderFields writes the handler's header fields in name order (as
-// net/http does: the same answer always reads the same), leaving out
-// Transfer-Encoding (the server frames the body), Connection when the
-// server sets it, those the status forbids, names that are not tokens,
-// and turning line breaks in values into spaces (a handler cannot inject
-// fields).
-func (w *response) writeHeaderFields(h http.Header, code int, skipConnection bool) {
-	bw := w.conn.bw
+// appendHeaderFields renders the handler's header fields in name order
+// (as net/http does: the same answer always reads the same), leaving out
+// Transfer-Encoding (the server frames the body), those the status
+// forbids, names that are not tokens and trailers, and turning line breaks
+// in values into spaces (a handler cannot inject fields). The Connection
+// lines are marked in what it returns: the server leaves them out when it
+// writes its own.
+func (w *response) appendHeaderFields(dst []byte, h http.Header, code int) ([]byte, sentHeader) {
+	var sent sentHeader
 	keys := w.keys[:0]
 	for k := range h {
-		if k == "Transfer-Encoding" || skipConnection && k == "Connection" || excluded(code, k) ||
-			!validFieldName(k) || strings.HasPrefix(k, http.TrailerPrefix) {
+		if strings.HasPrefix(k, http.TrailerPrefix) {
+			sent.trailers = true
+			continue
+		}
+		if k == "Transfer-Encoding" || excluded(code, k) || !validFieldName(k) {
+			if k == "Transfer-Encoding" && len(h[k]) > 0 {
+				sent.te = h[k][0]
+			}
 			continue
 		}
 		keys = append(keys, k)
@@ -407,16 +429,38 @@ func (w *response) writeHeaderFields(h http.Header, code int, skipConnection boo
 	slices.Sort(keys)
 	w.keys = keys
 	for _, k := range keys {
-		for _, v := range h[k] {
-			bw.WriteString(k)
-			bw.WriteString(": ")
-			writeFieldValue(bw, v)
-			bw.WriteString("\r\n")
+		vv := h[k]
+		switch k {
+		case "Connection":
+			sent.conn0 = len(dst)
+			sent.close = headerHasToken(vv, "close")
+		case "Content-Encoding":
+			sent.encoded = len(vv) > 0
+		case "Content-Type":
+			sent.typed = true
+		case "Date":
+			sent.dated = true
+		case "Trailer":
+			sent.trailers = true
+		}
+		for _, v := range vv {
+			dst = append(dst, k...)
+			dst = append(dst, ": "...)
+			dst = appendFieldValue(dst, v)
+			dst = append(dst, "\r\n"...)
+		}
+		if k == "Connection" {
+			sent.conn1 = len(dst)
 		}
 	}
+	return dst, sent
 }
 
 func writeFieldValue(bw *bufio.Writer, v string) {
+	bw.Write(appendFieldValue(bw.AvailableBuffer(), v))
+}
+
+func appendFieldValue(dst []byte, v string) []byte {
 	// As net/http writes a value: CR and LF become spaces, then spaces
 	// and tabs at either end go (CR and LF are among those trimmed).
 	start, end := 0, len(v)
@@ -432,11 +476,11 @@ func writeFieldValue(bw *bufio.Writer, v string) {
 		for i < len(v) && v[i] != '\r' && v[i] != '\n' {
 			i++
 		}
-		bw.WriteString(v[:i])
+		dst = append(dst, v[:i]...)
 		if i == len(v) {
-			return
+			return dst
 		}
-		bw.WriteByte(' ')
+		dst = append(dst, ' ')
 		v = v[i+1:]
 	}
 }

@@ -263,8 +263,8 @@ func TestIdleConnectionKeepsNothing(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	w := &conn.w
-	if w.req != nil || w.body != nil || w.sent != nil || len(w.header) != 0 {
-		t.Errorf("idle connection keeps req %v, body %v, sent %v, header %v", w.req != nil, w.body != nil, w.sent != nil, w.header)
+	if w.req != nil || w.body != nil || len(w.fields) != 0 || len(w.header) != 0 {
+		t.Errorf("idle connection keeps req %v, body %v, fields %q, header %v", w.req != nil, w.body != nil, w.fields, w.header)
 	}
 	for _, k := range w.keys[:cap(w.keys)] {
 		if k != "" {
