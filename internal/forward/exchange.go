@@ -73,8 +73,10 @@ func (x *exchange) run(mayRetry bool) (retry bool) {
 		x.fail(err)
 		return false
 	}
-	x.copyHeader(&fr)
-	x.w.WriteHeader(h.status)
+	if !x.writeHeaderLines(&fr) {
+		x.copyHeader(&fr)
+		x.w.WriteHeader(h.status)
+	}
 	if fr.stream {
 		// The header goes out at once, as httputil.ReverseProxy sends it
 		// (so the server neither sniffs a Content-Type nor computes a
@@ -451,6 +453,55 @@ func (x *exchange) inform() {
 	for k := range added {
 		delete(dst, k)
 	}
+}
+
+// A lineWriter takes a response's header as field lines: floodgate's
+// server (internal/h1server) does, and the gateway's writer passes them
+// on when nothing needs the header as a map. Relaying the upstream's
+// fields so spares a header map that the server would sort and write
+// out again. WriteHeaderLines sends Header()'s fields, then lines
+// ("Name: value\r\n" each), then Content-Length when contentLength is not
+// -1; it reports false, having done nothing, when it will not (a status
+// without a body, lines it finds malformed...): the caller then fills
+// Header() and calls WriteHeader.
+type lineWriter interface {
+	WriteHeaderLines(code int, lines []byte, contentLength int64) bool
+}
+
+// writeHeaderLines passes the response head on to x.w as field lines,
+// when x.w takes them, and reports whether it did. The lines are those
+// copyHeader would put in the map, in the order received.
+func (x *exchange) writeHeaderLines(fr *framing) bool {
+	lw, ok := x.w.(lineWriter)
+	if !ok || fr.connList {
+		return false // Connection lists fields to drop: rare, left to copyHeader
+	}
+	c := x.c
+	h := &c.head
+	if s := h.status; s < 200 || s == http.StatusNoContent || s == http.StatusNotModified {
+		return false
+	}
+	b := c.lines[:0]
+	for _, f := range h.fields {
+		name := h.name(f)
+		switch {
+		case hopByHop(name):
+			if string(name) == "Trailer" && fr.chunked {
+				return false // trailers: left to copyHeader
+			}
+			continue
+		case string(name) == "Content-Length":
+			continue // fr.declared
+		}
+		b = append(b, name...)
+		b = append(b, ": "...)
+		b = append(b, h.value(f)...)
+		b = append(b, "\r\n"...)
+	}
+	if cap(b) <= maxCachedBlock {
+		c.lines = b
+	}
+	return lw.WriteHeaderLines(h.status, b, fr.declared)
 }
 
 // maxCachedBlock bounds the response heads a connection keeps for reuse.

@@ -258,10 +258,13 @@ func validHeaderValue(s string) bool { return validValue(s) }
 // framing is how a response's body is delimited and what becomes of the
 // connection after it (RFC 9112 §6.3).
 type framing struct {
-	length  int64 // of the body; -1 when chunked or delimited by the connection closing
-	chunked bool
-	close   bool // the connection cannot carry another request after this response
-	stream  bool // the body is flushed to the client as it arrives
+	length int64 // of the body; -1 when chunked or delimited by the connection closing
+	// declared is the Content-Length passed on to the client (for a
+	// response to HEAD too); -1: none.
+	declared int64
+	chunked  bool
+	close    bool // the connection cannot carry another request after this response
+	stream   bool // the body is flushed to the client as it arrives
 	// connList is set when Connection lists fields other than close and
 	// keep-alive, which are then removed.
 	connList bool
@@ -316,6 +319,10 @@ func (h *head) framing(method string) (framing, error) {
 		}
 		te, fr.close = -1, fr.close || !keepAlive
 	}
+	fr.declared = -1
+	if cl >= 0 {
+		fr.declared = length
+	}
 	if method == "HEAD" || h.status < 200 || h.status == 204 || h.status == 304 {
 		fr.length = 0
 		return fr, nil
@@ -325,7 +332,7 @@ func (h *head) framing(method string) (framing, error) {
 		if nte != 1 || !equalFold(h.value(h.fields[te]), "chunked") {
 			return fr, fmt.Errorf("%w: unsupported Transfer-Encoding %q", errMalformed, quote(h.value(h.fields[te])))
 		}
-		fr.chunked, fr.length = true, -1
+		fr.chunked, fr.length, fr.declared = true, -1, -1
 		if cl >= 0 {
 			// Both: chunked wins, the length is dropped, and the
 			// connection is not trusted with another request
@@ -434,8 +441,8 @@ func listed[T string | []byte](values []T, name string) bool {
 
 // hopByHop reports whether the canonical field name is hop-by-hop
 // whatever Connection says.
-func hopByHop(name string) bool {
-	switch name {
+func hopByHop[T string | []byte](name T) bool {
+	switch string(name) {
 	case "Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
 		"Te", "Trailer", "Transfer-Encoding", "Upgrade":
 		return true

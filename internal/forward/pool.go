@@ -33,6 +33,7 @@ type conn struct {
 	// lastBlock is the string of the last response head's names and
 	// values (see copyHeader).
 	lastBlock string
+	lines     []byte // the last response head's field lines (writeHeaderLines)
 
 	// The watchdog's state, while an exchange is in flight on it.
 	ctx      context.Context // the request's: watched, not used

@@ -85,7 +85,8 @@ func rawExchange(t testing.TB, c net.Conn, req, buf []byte) int {
 // request — floodgate's server, MaveDB's six rules, the in-memory store,
 // the forwarder — to a budget (docs/benchmarks.md: 11 in session 4, 8 of
 // them the server's http.Request with its context, URL and header; 10
-// since the rules' conditions are evaluated without CEL's interpreter).
+// since the rules' conditions are evaluated without CEL's interpreter, 9
+// since the upstream's fields reach the server as lines, not a map).
 // Client and upstream allocate nothing, so the count is the gateway's.
 func TestRequestPathAllocations(t *testing.T) {
 	if testing.CoverMode() != "" || raceEnabled {
@@ -123,7 +124,7 @@ func TestRequestPathAllocations(t *testing.T) {
 	}
 	allocs := testing.AllocsPerRun(2000, func() { rawExchange(t, c, req, buf) })
 	t.Logf("%.0f allocations a request", allocs)
-	if allocs > 10 {
-		t.Errorf("%.0f allocations a forwarded request, want at most 10", allocs)
+	if allocs > 9 {
+		t.Errorf("%.0f allocations a forwarded request, want at most 9", allocs)
 	}
 }

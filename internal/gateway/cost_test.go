@@ -286,3 +286,50 @@ rules:
 		}
 	}
 }
+
+// TestRulesReadForwardedHeaders: rules that read the upstream's response
+// fields after it (count_when on response.headers, cost: header) see
+// them, although floodgate's server otherwise takes a forwarded
+// response's fields as lines, without a header map (the gateway keeps the
+// map for such requests).
+func TestRulesReadForwardedHeaders(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - name: cache-misses
+    when: "request.path == '/search'"
+    count_when: "'x-cache' in response.headers && response.headers['x-cache'] == 'miss'"
+    limits: [2/10m]
+  - name: complexity
+    when: "request.path == '/graphql'"
+    cost: header:X-Cost
+    limits: [10/10m]
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Cache", r.URL.Query().Get("cache"))
+		w.Header().Set("X-Cost", "4")
+		io.WriteString(w, "ok")
+	}))
+	ip := "203.0.113.6"
+	for range 5 {
+		if resp, _ := c.do("GET", "/search?cache=hit", ip); resp.StatusCode != 200 {
+			t.Fatalf("cache hit refused: %d", resp.StatusCode)
+		}
+	}
+	for i := range 2 {
+		if resp, _ := c.do("GET", "/search?cache=miss", ip); resp.StatusCode != 200 {
+			t.Fatalf("cache miss %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	if resp, _ := c.do("GET", "/search?cache=hit", ip); resp.StatusCode != 429 {
+		t.Errorf("after 2 misses: %d, want 429", resp.StatusCode)
+	}
+	// 4 + 4 + 4 charged (the third goes over: the budget fills), then refused.
+	for i := range 3 {
+		if resp, _ := c.do("GET", "/graphql", ip); resp.StatusCode != 200 {
+			t.Fatalf("query %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	if resp, _ := c.do("GET", "/graphql", ip); resp.StatusCode != 429 {
+		t.Errorf("after 12 of a budget of 10: %d, want 429", resp.StatusCode)
+	}
+}

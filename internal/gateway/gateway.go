@@ -503,6 +503,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		r = r.WithContext(ctx)
 	}
 	sw.start, sw.now = g.now(), g.now
+	sw.keepHeader = st.req.ReadsResponseHeader()
 	route.Upstream.Handler.ServeHTTP(sw, r)
 	st.upstream, st.forwarded = g.now().Sub(sw.start), true
 	if sw.code != 0 && !sw.own {
@@ -639,11 +640,14 @@ type statusWriter struct {
 	setCookie string
 	code      int
 	own       bool // floodgate answered (upstream failure)
-	bytes     int64
-	route     *routeSettings
-	now       func() time.Time
-	start     time.Time
-	headerAt  time.Time
+	// keepHeader: the rules read the response's header after it, so the
+	// upstream's fields go through Header() (see WriteHeaderLines).
+	keepHeader bool
+	bytes      int64
+	route      *routeSettings
+	now        func() time.Time
+	start      time.Time
+	headerAt   time.Time
 }
 
 func (w *statusWriter) reset(rw http.ResponseWriter) {
@@ -672,6 +676,28 @@ func (w *statusWriter) WriteHeader(code int) {
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// WriteHeaderLines passes a forwarded response's field lines on to the
+// server (h1server takes them), unless the gateway needs the header as a
+// map: to strip the upstream's session cookies, or for the rules that
+// read the response's fields after it (count_when, cost: header). It then
+// reports false, and the forwarder fills Header() instead.
+func (w *statusWriter) WriteHeaderLines(code int, lines []byte, contentLength int64) bool {
+	lw, ok := w.ResponseWriter.(interface {
+		WriteHeaderLines(code int, lines []byte, contentLength int64) bool
+	})
+	if !ok || w.strip != nil || w.keepHeader || w.code != 0 || code < 200 {
+		return false
+	}
+	if !lw.WriteHeaderLines(code, lines, contentLength) {
+		return false
+	}
+	w.code = code
+	if w.now != nil {
+		w.headerAt = w.now()
+	}
+	return true
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {

@@ -2,6 +2,7 @@ package h1server
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net"
 	"net/http"
@@ -31,6 +32,10 @@ type response struct {
 	// server takes from it.
 	fields []byte
 	sent   sentHeader
+	// lines are field lines the handler gave WriteHeaderLines, sent after
+	// fields; linesLength: so was the Content-Length (contentLength).
+	lines       []byte
+	linesLength bool
 
 	// cmu serializes 1xx answers, which may come from goroutines of the
 	// handler's (a body read sends 100 Continue; ReverseProxy relays an
@@ -68,6 +73,7 @@ type sentHeader struct {
 
 func (w *response) reset(req *http.Request) {
 	w.req, w.body, w.continuePending = req, nil, false
+	w.lines, w.linesLength = w.lines[:0], false
 	w.status, w.wroteHeader, w.committed, w.chunked, w.noBody = http.StatusOK, false, false, false, false
 	w.contentLength, w.written, w.buf = -1, 0, w.buf[:0]
 	w.closeAfter, w.failed, w.hijacked, w.fullDuplex = req.Close, false, false, false
@@ -78,9 +84,12 @@ func (w *response) reset(req *http.Request) {
 // oversized map or slice.
 func (w *response) release() {
 	w.req, w.body = nil, nil
-	w.fields = w.fields[:0]
+	w.fields, w.lines = w.fields[:0], w.lines[:0]
 	if cap(w.fields) > 16<<10 {
 		w.fields = nil
+	}
+	if cap(w.lines) > 16<<10 {
+		w.lines = nil
 	}
 	if len(w.header) > 64 {
 		w.header = make(http.Header, 16)
@@ -121,6 +130,104 @@ func (w *response) WriteHeader(code int) {
 		}
 	}
 	w.fields, w.sent = w.appendHeaderFields(w.fields[:0], w.header, code)
+}
+
+// WriteHeaderLines is WriteHeader for a handler that holds the
+// response's fields as lines, "Name: value\r\n" each (a proxy relaying an
+// upstream's answer does): they are sent as they are, after Header()'s
+// fields, and contentLength, unless it is -1, as the Content-Length. It
+// spares the handler a header map the server would sort and write out
+// again. The lines are copied. It does nothing and reports false when the
+// header is written already, for a status without a body (1xx, 204, 304),
+// when Header() holds Content-Length or Transfer-Encoding, and when a line
+// is not a field line the server may send as it is: a name that is not a
+// token, a value with a control character, or a field the server frames
+// the body with or that is hop-by-hop (Connection, Content-Length,
+// Transfer-Encoding, Trailer, Keep-Alive, Upgrade...). The caller then
+// uses Header() and WriteHeader.
+func (w *response) WriteHeaderLines(code int, lines []byte, contentLength int64) bool {
+	if w.hijacked || w.wroteHeader || code < 200 || code > 999 || !bodyAllowedForStatus(code) {
+		return false
+	}
+	if _, ok := w.header["Content-Length"]; ok {
+		return false
+	}
+	if _, ok := w.header["Transfer-Encoding"]; ok {
+		return false
+	}
+	facts, ok := scanFieldLines(lines)
+	if !ok {
+		return false
+	}
+	w.lines = append(w.lines[:0], lines...)
+	w.WriteHeader(code)
+	w.sent.dated = w.sent.dated || facts.dated
+	w.sent.typed = w.sent.typed || facts.typed
+	w.sent.encoded = w.sent.encoded || facts.encoded
+	if contentLength >= 0 {
+		w.contentLength, w.linesLength = contentLength, true
+	}
+	return true
+}
+
+// scanFieldLines checks lines for WriteHeaderLines and notes the fields
+// the server looks for in a header.
+func scanFieldLines(lines []byte) (sentHeader, bool) {
+	var facts sentHeader
+	for len(lines) > 0 {
+		colon := bytes.IndexByte(lines, ':')
+		end := bytes.IndexByte(lines, '\r')
+		if colon < 0 || end < colon+1 || end+1 == len(lines) || lines[end+1] != '\n' || lines[colon+1] != ' ' {
+			return facts, false
+		}
+		name, value := lines[:colon], lines[colon+2:end]
+		if !validFieldName(name) || !validFieldValue(value) {
+			return facts, false
+		}
+		switch {
+		case asciiEqualFold(name, "Date"):
+			facts.dated = true
+		case asciiEqualFold(name, "Content-Type"):
+			facts.typed = true
+		case asciiEqualFold(name, "Content-Encoding"):
+			facts.encoded = true
+		case framingOrHopField(name):
+			return facts, false
+		}
+		lines = lines[end+2:]
+	}
+	return facts, true
+}
+
+// framingOrHopField reports the fields WriteHeaderLines refuses: those the
+// server frames the body with, and the hop-by-hop ones (RFC 9110 §7.6.1).
+func framingOrHopField(name []byte) bool {
+	for _, k := range [...]string{"Content-Length", "Transfer-Encoding", "Connection", "Trailer",
+		"Keep-Alive", "Proxy-Connection", "Te", "Upgrade", "Proxy-Authenticate", "Proxy-Authorization"} {
+		if asciiEqualFold(name, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiEqualFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		c, d := b[i], s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= d && d <= 'Z' {
+			d += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
 }
 
 // writeInformational sends a 1xx answer (103 Early Hints, say) at once,
@@ -374,6 +481,12 @@ func (w *response) commit(final bool) {
 		bw.Write(w.fields[h.conn1:])
 	} else {
 		bw.Write(w.fields)
+	}
+	bw.Write(w.lines)
+	if w.linesLength {
+		bw.WriteString("Content-Length: ")
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), w.contentLength, 10))
+		bw.WriteString("\r\n")
 	}
 	if !h.dated {
 		bw.WriteString("Date: ")

@@ -36,8 +36,8 @@ var hostChars = func() (t [256]bool) {
 	return t
 }()
 
-func validFieldName(s string) bool {
-	if s == "" {
+func validFieldName[T string | []byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -50,7 +50,7 @@ func validFieldName(s string) bool {
 
 // validFieldValue: no control characters but horizontal tab (RFC 9110
 // section 5.5); bytes from 0x80 are obs-text, allowed.
-func validFieldValue(s string) bool {
+func validFieldValue[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < ' ' && c != '\t' || c == 0x7f {

@@ -6,9 +6,11 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/cel"
+
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
+	"github.com/floodgate/floodgate/internal/config"
 )
 
 // Request is what rules see of one HTTP request: the request model of
@@ -54,6 +56,18 @@ type Request struct {
 // Pending reports whether Finish has work for r: concurrency slots to
 // release or counts that depend on the response.
 func (r *Request) Pending() bool { return len(r.held) > 0 || len(r.deferred) > 0 }
+
+// ReadsResponseHeader reports whether Finish reads the response's header
+// fields: a rule counts r by a count_when condition or by a header's
+// value.
+func (r *Request) ReadsResponseHeader() bool {
+	for _, c := range r.deferred {
+		if c.rule.countWhen != nil || c.rule.Cost == config.CostHeader {
+			return true
+		}
+	}
+	return false
+}
 
 // Reset clears r for reuse.
 func (r *Request) Reset() {
