@@ -289,7 +289,7 @@ func (c *conn) handle(parsed *http.Request) bool {
 		// with a body, ends its connection.
 		w.closeAfter = true
 	}
-	if !expectsContinue(req) && req.Header.Get("Expect") != "" {
+	if v := req.Header["Expect"]; len(v) > 0 && v[0] != "" && !expectsContinue(req) { // Header.Get, without canonicalizing a constant
 		w.closeAfter = true
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.finish()
@@ -464,8 +464,15 @@ type connReader struct {
 
 	mu      sync.Mutex
 	cond    *sync.Cond
-	timer   *time.Timer        // starts the background read after DisconnectCheck
-	armed   bool               // a handler is running and the body is read
+	// timer starts the background read DisconnectCheck after armedAt.
+	// It is left running when a handler returns sooner (most do, in
+	// microseconds) and set again for the next handler when it fires
+	// (watch): setting and stopping a timer for every request cost more
+	// than the watch itself.
+	timer    *time.Timer
+	timerSet bool      // timer is running
+	armedAt  time.Time // when the handler was armed
+	armed    bool      // a handler is running and the body is read
 	inRead  bool               // a background read is in progress
 	hasByte bool               // the background read got a byte: the next request's first
 	byteBuf [1]byte            // that byte
@@ -524,12 +531,31 @@ func (cr *connReader) arm() {
 	if cr.armed || cr.aborted {
 		return
 	}
-	cr.armed = true
-	if cr.timer == nil {
-		cr.timer = time.AfterFunc(DisconnectCheck, cr.backgroundRead)
-	} else {
+	cr.armed, cr.armedAt = true, time.Now()
+	switch {
+	case cr.timer == nil:
+		cr.timer = time.AfterFunc(DisconnectCheck, cr.watch)
+	case !cr.timerSet:
 		cr.timer.Reset(DisconnectCheck)
 	}
+	cr.timerSet = true
+}
+
+// watch runs when the timer fires: it starts the background read if a
+// handler has been armed for DisconnectCheck, sets the timer again if the
+// one armed now has not, and lets it be otherwise.
+func (cr *connReader) watch() {
+	cr.mu.Lock()
+	if cr.armed {
+		if wait := DisconnectCheck - time.Since(cr.armedAt); wait > 0 {
+			cr.timer.Reset(wait)
+			cr.mu.Unlock()
+			return
+		}
+	}
+	cr.timerSet = false
+	cr.mu.Unlock()
+	cr.backgroundRead()
 }
 
 // disarm stops the watch: the handler returned (or hijacks the
@@ -541,8 +567,7 @@ func (cr *connReader) disarm() {
 	if !cr.armed {
 		return
 	}
-	cr.armed = false
-	cr.timer.Stop()
+	cr.armed = false // the timer, if it runs, finds it so (watch)
 	if !cr.inRead {
 		return
 	}
@@ -555,7 +580,7 @@ func (cr *connReader) disarm() {
 
 var aLongTimeAgo = time.Unix(1, 0)
 
-// backgroundRead runs on the timer's goroutine: it reads one byte. A byte
+// backgroundRead runs on the timer's goroutine (watch): it reads one byte. A byte
 // is kept for the next request (a pipelining client); an error means the
 // client is gone, unless disarm interrupted the read.
 func (cr *connReader) backgroundRead() {
