@@ -462,22 +462,22 @@ type connReader struct {
 	conn   *conn
 	remain int64 // bytes still allowed; < 0: no limit
 
-	mu      sync.Mutex
-	cond    *sync.Cond
+	mu   sync.Mutex
+	cond *sync.Cond
 	// timer starts the background read DisconnectCheck after armedAt.
 	// It is left running when a handler returns sooner (most do, in
 	// microseconds) and set again for the next handler when it fires
 	// (watch): setting and stopping a timer for every request cost more
 	// than the watch itself.
 	timer    *time.Timer
-	timerSet bool      // timer is running
-	armedAt  time.Time // when the handler was armed
-	armed    bool      // a handler is running and the body is read
-	inRead  bool               // a background read is in progress
-	hasByte bool               // the background read got a byte: the next request's first
-	byteBuf [1]byte            // that byte
-	cancel  context.CancelFunc // cancels the running request's context
-	aborted bool               // the background read found the connection gone
+	timerSet bool               // timer is running
+	armedAt  time.Time          // when the handler was armed
+	armed    bool               // a handler is running and the body is read
+	inRead   bool               // a background read is in progress
+	hasByte  bool               // the background read got a byte: the next request's first
+	byteBuf  [1]byte            // that byte
+	cancel   context.CancelFunc // cancels the running request's context
+	aborted  bool               // the background read found the connection gone
 }
 
 func (cr *connReader) setReadLimit(n int64) { cr.remain = n }
