@@ -125,7 +125,11 @@ func normalizePrefix(p netip.Prefix) netip.Prefix {
 // unmapped and without zone; it is 0.0.0.0 only when remoteAddr is not an
 // IP address.
 func (r *Resolver) Resolve(remoteAddr string, h http.Header) netip.Addr {
-	peer := Peer(remoteAddr)
+	return r.ResolvePeer(Peer(remoteAddr), h)
+}
+
+// ResolvePeer is Resolve for a peer address already parsed with Peer.
+func (r *Resolver) ResolvePeer(peer netip.Addr, h http.Header) netip.Addr {
 	if r.hops <= 0 && (!r.trustProxies || !r.isTrusted(peer)) {
 		return peer
 	}

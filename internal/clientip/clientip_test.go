@@ -241,6 +241,9 @@ func TestResolve(t *testing.T) {
 			if got := r.Resolve(c.remote, c.header()); got != want {
 				t.Errorf("Resolve(%.60q, %.100q) = %v, want %v", c.remote, c.header(), got, want)
 			}
+			if got := r.ResolvePeer(Peer(c.remote), c.header()); got != want {
+				t.Errorf("ResolvePeer(Peer(%.60q), %.100q) = %v, want %v", c.remote, c.header(), got, want)
+			}
 		})
 	}
 }

@@ -422,7 +422,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	}
 
 	peer := clientip.Peer(r.RemoteAddr)
-	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)
+	ip := g.resolver.ResolvePeer(peer, r.Header)
 	req := &st.req
 	req.HTTP = r
 	req.Path = p
