@@ -140,11 +140,11 @@ func required(re *syntax.Regexp) (words []string, fold, ok bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
 		fold = re.Flags&syntax.FoldCase != 0
-		if fold {
-			for _, r := range re.Rune {
-				if r >= utf8.RuneSelf {
-					return nil, false, false
-				}
+		for _, r := range re.Rune {
+			// U+FFFD also matches any byte that is not UTF-8 (Go's
+			// regexp decodes one so): the input need not hold its bytes.
+			if r == utf8.RuneError || fold && r >= utf8.RuneSelf {
+				return nil, false, false
 			}
 		}
 		return []string{string(re.Rune)}, fold, true
