@@ -656,7 +656,13 @@ func (w *statusWriter) reset(rw http.ResponseWriter) {
 
 func (w *statusWriter) WriteHeader(code int) {
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
-		w.ResponseWriter.WriteHeader(code) // informational: the final status follows
+		// Informational: the final status follows. The upstream's fields
+		// for it pass through the same strip (a 103 cannot set the
+		// session cookie either).
+		if w.strip != nil {
+			w.strip(w.ResponseWriter.Header())
+		}
+		w.ResponseWriter.WriteHeader(code)
 		return
 	}
 	if w.code == 0 {

@@ -2,12 +2,15 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"regexp"
 	"strings"
@@ -103,6 +106,14 @@ func newFrontendRecorder(t *testing.T) *frontendRecorder {
 		f.cookies = append(f.cookies, r.Header.Get("Cookie"))
 		f.paths = append(f.paths, r.URL.Path)
 		f.mu.Unlock()
+		if r.Header.Get("X-Test-Early-Hints") != "" {
+			// A 103 before the answer, with a cookie posing as floodgate's.
+			w.Header().Set("Link", "</style.css>; rel=preload")
+			w.Header().Add("Set-Cookie", "ovSession=fixated-by-the-frontend; Path=/")
+			w.WriteHeader(http.StatusEarlyHints)
+			w.Header().Del("Link")
+			w.Header().Del("Set-Cookie")
+		}
 		// The site's own cookie passes; one posing as floodgate's does not.
 		w.Header().Add("Set-Cookie", "ov_theme=light; Path=/; SameSite=Lax")
 		w.Header().Add("Set-Cookie", "ovSession=set-by-the-frontend; Path=/")
@@ -222,6 +233,44 @@ func (h *ovHarness) metric(series string) float64 { return scrape(h.admin, serie
 // HttpOnly, Secure, SameSite=Lax and a max age; the frontend's own cookie
 // passes both ways, its attempt at ovSession does not, and ovSession
 // never reaches the frontend.
+// TestOpenverseEarlyHintsCannotSetSession: floodgate owns the session
+// cookie, so an upstream's Set-Cookie for it is stripped from an
+// informational (103) answer too, not only from the final one (found by
+// the security review of session 5: a 103's fields went to the client
+// before the strip).
+func TestOpenverseEarlyHintsCannotSetSession(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	var early []http.Header
+	trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, hdr textproto.MIMEHeader) error {
+		early = append(early, http.Header(hdr).Clone())
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", h.public.URL+"/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Forwarded-For", "203.0.113.11")
+	req.Header.Set("Accept", "text/html")
+	req.Header.Set("X-Test-Early-Hints", "1")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if len(early) != 1 || early[0].Get("Link") == "" {
+		t.Fatalf("informational answers %v, want the frontend's 103", early)
+	}
+	if sc := early[0].Values("Set-Cookie"); len(sc) > 0 {
+		t.Errorf("the 103 carries Set-Cookie %q", sc)
+	}
+	for _, c := range resp.Cookies() {
+		if c.Name == "ovSession" && c.Value == "fixated-by-the-frontend" {
+			t.Errorf("the frontend's ovSession reached the browser: %q", resp.Header.Values("Set-Cookie"))
+		}
+	}
+}
+
 func TestOpenverseFirstPageLoad(t *testing.T) {
 	h := newOpenverse(t, "production", nil)
 	resp, _ := h.get(h.public.URL, "/", "203.0.113.10", "Accept", "text/html")
