@@ -14,6 +14,9 @@ import (
 	"time"
 )
 
+// sniffLen is how much of a body http.DetectContentType looks at.
+const sniffLen = 512
+
 // bufferLimit is how much of a body is held back before the header is
 // sent: a response the handler finishes within it goes out with a
 // Content-Length, in one write.
@@ -32,6 +35,9 @@ type response struct {
 	// server takes from it.
 	fields []byte
 	sent   sentHeader
+	// declared are the Trailer field's values at WriteHeader: the
+	// trailers announced then are the ones sent at the end.
+	declared []string
 	// lines are field lines the handler gave WriteHeaderLines, sent after
 	// fields; linesLength: so was the Content-Length (contentLength).
 	lines       []byte
@@ -85,6 +91,8 @@ func (w *response) reset(req *http.Request) {
 func (w *response) release() {
 	w.req, w.body = nil, nil
 	w.fields, w.lines = w.fields[:0], w.lines[:0]
+	clear(w.declared)
+	w.declared = w.declared[:0]
 	if cap(w.fields) > 16<<10 {
 		w.fields = nil
 	}
@@ -130,6 +138,7 @@ func (w *response) WriteHeader(code int) {
 		}
 	}
 	w.fields, w.sent = w.appendHeaderFields(w.fields[:0], w.header, code)
+	w.declared = append(w.declared[:0], w.header["Trailer"]...)
 }
 
 // WriteHeaderLines is WriteHeader for a handler that holds the
@@ -291,7 +300,7 @@ func (w *response) Write(p []byte) (int, error) {
 			w.buf = append(w.buf, p...)
 			return len(p), nil
 		}
-		w.commit(false)
+		w.commit(false, p)
 	}
 	return len(p), w.writeBody(p)
 }
@@ -351,7 +360,7 @@ func (w *response) FlushError() error {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		w.commit(false)
+		w.commit(false, nil)
 	}
 	if w.failed {
 		return errConnFailed
@@ -371,7 +380,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c := w.conn
 	if w.wroteHeader && !w.committed {
 		// WriteHeader(101) then Hijack: the 101 goes out first.
-		w.commit(false)
+		w.commit(false, nil)
 	}
 	if w.committed {
 		if err := c.bw.Flush(); err != nil {
@@ -416,7 +425,7 @@ func (w *response) EnableFullDuplex() error {
 // the length of the body is known. The fields the server adds (Date,
 // Content-Length, a sniffed Content-Type, Connection, Transfer-Encoding)
 // are written after the handler's, never put in its map.
-func (w *response) commit(final bool) {
+func (w *response) commit(final bool, next []byte) {
 	w.cmu.Lock()
 	neverAsked := w.continuePending
 	w.continuePending, w.committed = false, true
@@ -459,8 +468,17 @@ func (w *response) commit(final bool) {
 		w.chunked = true
 	}
 	var ctype string
-	if bodyAllowed && len(w.buf) > 0 && !h.encoded && !h.typed && te == "" {
-		ctype = http.DetectContentType(w.buf)
+	if bodyAllowed && len(w.buf)+len(next) > 0 && !h.encoded && !h.typed && te == "" {
+		// From the body's first bytes, as net/http: what is buffered,
+		// then what is being written (a first write over bufferLimit).
+		sniff := w.buf
+		var b [sniffLen]byte
+		if len(sniff) < sniffLen && len(next) > 0 {
+			n := copy(b[:], w.buf)
+			n += copy(b[n:], next)
+			sniff = b[:n]
+		}
+		ctype = http.DetectContentType(sniff)
 	}
 	var connection string
 	if w.closeAfter {
@@ -622,7 +640,7 @@ func (w *response) finish() {
 		w.WriteHeader(http.StatusOK)
 	}
 	if !w.committed {
-		w.commit(true)
+		w.commit(true, nil)
 	}
 	if w.chunked && !w.failed {
 		bw := w.conn.bw
@@ -672,7 +690,7 @@ func (w *response) writeTrailers() {
 			bw.WriteString("\r\n")
 		}
 	}
-	for _, declared := range w.header["Trailer"] {
+	for _, declared := range w.declared {
 		for _, k := range strings.Split(declared, ",") {
 			k = http.CanonicalHeaderKey(strings.TrimSpace(k))
 			switch k {
