@@ -333,3 +333,36 @@ rules:
 		t.Errorf("after 12 of a budget of 10: %d, want 429", resp.StatusCode)
 	}
 }
+
+// TestRateLimitFieldsBeforeUpstreams: a forwarded answer carries
+// floodgate's RateLimit fields first, then any the upstream sent, whether
+// the upstream's fields reach the server as lines or through the header
+// map (a rule reading the response's fields keeps the map).
+func TestRateLimitFieldsBeforeUpstreams(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: per-ip, limits: [100/1m]}
+  - name: misses
+    when: "request.path == '/map'"
+    count_when: "'x-cache' in response.headers"
+    limits: [100/1m]
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("RateLimit-Policy", `"upstream";q=10;w=1`)
+		w.Header().Set("RateLimit", `"upstream";r=9;t=1`)
+		io.WriteString(w, "ok")
+	}))
+	for _, path := range []string{"/lines", "/map"} {
+		resp, _ := c.do("GET", path, "203.0.113.8")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		policy, rl := resp.Header.Values("Ratelimit-Policy"), resp.Header.Values("Ratelimit")
+		if len(policy) != 2 || !strings.HasPrefix(policy[0], `"per-ip"`) || policy[1] != `"upstream";q=10;w=1` {
+			t.Errorf("%s: RateLimit-Policy %q, want floodgate's then the upstream's", path, policy)
+		}
+		if len(rl) != 2 || !strings.HasPrefix(rl[0], `"per-ip";r=`) || rl[1] != `"upstream";r=9;t=1` {
+			t.Errorf("%s: RateLimit %q, want floodgate's then the upstream's", path, rl)
+		}
+	}
+}
