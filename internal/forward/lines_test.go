@@ -65,13 +65,28 @@ func (w noLines) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // h1Front serves h with floodgate's server on loopback and returns its
 // address.
-func h1Front(t *testing.T, h http.Handler) string {
+func h1Front(t testing.TB, h http.Handler) string {
 	t.Helper()
 	ln := listen(t)
 	s := &h1server.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go s.Serve(ln)
 	t.Cleanup(func() { s.Close() })
 	return ln.Addr().String()
+}
+
+// linesAndMapFronts serves f with floodgate's server twice: at linesAddr
+// the forwarder may hand the server its field lines (taken counts those
+// it did), at mapAddr it must fill Header().
+func linesAndMapFronts(t testing.TB, f *Forwarder) (linesAddr, mapAddr string, taken *atomic.Int64) {
+	t.Helper()
+	taken = new(atomic.Int64)
+	linesAddr = h1Front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.ServeHTTP(lineCounter{w, taken}, r)
+	}))
+	mapAddr = h1Front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.ServeHTTP(noLines{w}, r)
+	}))
+	return linesAddr, mapAddr, taken
 }
 
 // TestHeaderLinesAsHeaderMap: the client sees the same answer whether the
@@ -86,13 +101,7 @@ func TestHeaderLinesAsHeaderMap(t *testing.T) {
 	})
 	el := newErrorLog()
 	f := newForwarder(t, up.url, Options{}, el)
-	var taken atomic.Int64
-	linesAddr := h1Front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.ServeHTTP(lineCounter{w, &taken}, r)
-	}))
-	mapAddr := h1Front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.ServeHTTP(noLines{w}, r)
-	}))
+	linesAddr, mapAddr, taken := linesAndMapFronts(t, f)
 	for i, tc := range lineCases {
 		method := cmpOrString(tc.method, "GET")
 		req := method + " /c/" + strconv.Itoa(i) + " HTTP/1.1\r\nHost: x\r\n\r\n"

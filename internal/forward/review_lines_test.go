@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/floodgate/floodgate/internal/h1server"
 )
 
 // reviewLineCases extend lineCases (lines_test.go) with upstream answers
@@ -54,13 +52,7 @@ func TestReviewHeaderLinesAsHeaderMap(t *testing.T) {
 	})
 	el := newErrorLog()
 	f := newForwarder(t, up.url, Options{}, el)
-	var taken atomic.Int64
-	linesAddr := h1Front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.ServeHTTP(lineCounter{w, &taken}, r)
-	}))
-	mapAddr := h1Front(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.ServeHTTP(noLines{w}, r)
-	}))
+	linesAddr, mapAddr, taken := linesAndMapFronts(t, f)
 	for i, tc := range reviewLineCases {
 		method := cmpOrString(tc.method, "GET")
 		proto := cmpOrString(tc.proto, "HTTP/1.1")
@@ -219,13 +211,7 @@ func FuzzReviewLinesVsMap(f *testing.F) {
 	})
 	el := newErrorLog()
 	fw := newForwarder(f, up.url, Options{ResponseHeaderTimeout: 2 * time.Second}, el)
-	var taken atomic.Int64
-	linesAddr := h1FrontTB(f, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fw.ServeHTTP(lineCounter{w, &taken}, r)
-	}))
-	mapAddr := h1FrontTB(f, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fw.ServeHTTP(noLines{w}, r)
-	}))
+	linesAddr, mapAddr, taken := linesAndMapFronts(f, fw)
 	f.Fuzz(func(t *testing.T, head bool, resp string) {
 		cur.Store(resp)
 		method := "GET"
@@ -255,13 +241,4 @@ func FuzzReviewLinesVsMap(f *testing.F) {
 			t.Fatalf("upstream %q: answer (-map +lines):\n%s", resp, d)
 		}
 	})
-}
-
-func h1FrontTB(t testing.TB, h http.Handler) string {
-	t.Helper()
-	ln := listen(t)
-	s := &h1server.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go s.Serve(ln)
-	t.Cleanup(func() { s.Close() })
-	return ln.Addr().String()
 }
