@@ -217,12 +217,7 @@ func FuzzDirectCondition(f *testing.F) {
 		if err != nil {
 			return // e.g. a literal the generator quoted into something CEL refuses
 		}
-		h := httptest.NewRequest("GET", "/", nil)
-		h.Method, h.Host = method, group
-		h.Header.Set("User-Agent", ua)
-		req := &Request{HTTP: h, Path: path, Route: ua, RouteGroup: group,
-			SessionValid: len(path)%2 == 0, SessionPresent: len(ua)%2 == 0, Internal: len(method)%2 == 0}
-		req.ClientIP, _ = netip.ParseAddr(ip)
+		req := fuzzRequest(method, path, ua, group, ip)
 		want := interpreted(t, c, req)
 		if c.direct == nil {
 			return
@@ -231,6 +226,17 @@ func FuzzDirectCondition(f *testing.F) {
 			t.Fatalf("%s: direct %v, interpreter %v", src, got, want)
 		}
 	})
+}
+
+// fuzzRequest makes a request of the fuzzer's strings.
+func fuzzRequest(method, path, ua, group, ip string) *Request {
+	h := httptest.NewRequest("GET", "/", nil)
+	h.Method, h.Host = method, group
+	h.Header.Set("User-Agent", ua)
+	req := &Request{HTTP: h, Path: path, Route: ua, RouteGroup: group,
+		SessionValid: len(path)%2 == 0, SessionPresent: len(ua)%2 == 0, Internal: len(method)%2 == 0}
+	req.ClientIP, _ = netip.ParseAddr(ip)
+	return req
 }
 
 // gen writes a CEL condition from bytes.

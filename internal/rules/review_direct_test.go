@@ -2,7 +2,6 @@ package rules
 
 import (
 	"net/http/httptest"
-	"net/netip"
 	"regexp"
 	"strconv"
 	"testing"
@@ -100,12 +99,7 @@ func FuzzReviewDirectVsCEL(f *testing.F) {
 		if err != nil || c.direct == nil {
 			return
 		}
-		h := httptest.NewRequest("GET", "/", nil)
-		h.Method, h.Host = method, group
-		h.Header.Set("User-Agent", ua)
-		req := &Request{HTTP: h, Path: path, Route: ua, RouteGroup: group,
-			SessionValid: len(path)%2 == 0, SessionPresent: len(ua)%2 == 0, Internal: len(method)%2 == 0}
-		req.ClientIP, _ = netip.ParseAddr(ip)
+		req := fuzzRequest(method, path, ua, group, ip)
 		if got, want := c.direct(req), plainEval(t, plainCEL(t, env, src), req); got != want {
 			t.Fatalf("%s on method %q path %q ua %q group %q: direct %v, cel-go %v", src, method, path, ua, group, got, want)
 		}
