@@ -505,6 +505,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	sw.start, sw.now = g.now(), g.now
 	sw.keepHeader = st.req.ReadsResponseHeader()
 	route.Upstream.Handler.ServeHTTP(sw, r)
+	if sw.strip != nil {
+		stripTrailers(sw.ResponseWriter.Header(), sw.strip)
+	}
 	st.upstream, st.forwarded = g.now().Sub(sw.start), true
 	if sw.code != 0 && !sw.own {
 		rm.Upstream(sw.headerAt.Sub(sw.start))
@@ -628,6 +631,25 @@ func needsClean(p string) bool {
 		}
 	}
 	return false
+}
+
+// stripTrailers takes the session cookie out of the trailer section: the
+// server writes trailers from the header map once the handler returns
+// (declared ones by name, others under http.TrailerPrefix), so a
+// Set-Cookie there, the upstream's or floodgate's own again, would reach
+// the client after the header's strip.
+func stripTrailers(h http.Header, strip func(http.Header)) {
+	strip(h)
+	const k = http.TrailerPrefix + "Set-Cookie"
+	if tr, ok := h[k]; ok {
+		t := http.Header{"Set-Cookie": tr}
+		strip(t)
+		if len(t["Set-Cookie"]) == 0 {
+			delete(h, k)
+		} else {
+			h[k] = t["Set-Cookie"]
+		}
+	}
 }
 
 // statusWriter records the status an answer was given with.

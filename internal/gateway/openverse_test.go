@@ -114,6 +114,18 @@ func newFrontendRecorder(t *testing.T) *frontendRecorder {
 			w.Header().Del("Link")
 			w.Header().Del("Set-Cookie")
 		}
+		if r.Header.Get("X-Test-Trailers") != "" {
+			// Cookies in the trailer section, declared and not.
+			w.Header().Set("Trailer", "Set-Cookie")
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(200)
+			io.WriteString(w, "<!doctype html><title>Openverse</title>")
+			w.(http.Flusher).Flush()
+			w.Header().Add("Set-Cookie", "ovSession=fixated-in-a-trailer; Path=/")
+			w.Header().Add("Set-Cookie", "ov_theme=dark; Path=/")
+			w.Header().Set(http.TrailerPrefix+"X-Extra", "1")
+			return
+		}
 		// The site's own cookie passes; one posing as floodgate's does not.
 		w.Header().Add("Set-Cookie", "ov_theme=light; Path=/; SameSite=Lax")
 		w.Header().Add("Set-Cookie", "ovSession=set-by-the-frontend; Path=/")
@@ -268,6 +280,24 @@ func TestOpenverseEarlyHintsCannotSetSession(t *testing.T) {
 		if c.Name == "ovSession" && c.Value == "fixated-by-the-frontend" {
 			t.Errorf("the frontend's ovSession reached the browser: %q", resp.Header.Values("Set-Cookie"))
 		}
+	}
+}
+
+// TestOpenverseTrailersCannotSetSession: nor can a Set-Cookie in the
+// frontend's trailer section (the security review of session 5 noted it
+// passed; browsers take no cookies from trailers, other clients might).
+func TestOpenverseTrailersCannotSetSession(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	resp, body := h.get(h.public.URL, "/", "203.0.113.12", "Accept", "text/html", "X-Test-Trailers", "1")
+	if resp.StatusCode != 200 || !strings.Contains(body, "Openverse") {
+		t.Fatalf("page load: %d %q", resp.StatusCode, body)
+	}
+	if got := resp.Trailer.Get("X-Extra"); got != "1" {
+		t.Fatalf("trailers %v: the frontend's did not come through", resp.Trailer)
+	}
+	got := resp.Trailer.Values("Set-Cookie")
+	if len(got) != 1 || got[0] != "ov_theme=dark; Path=/" {
+		t.Errorf("trailer Set-Cookie %q, want only the site's own", got)
 	}
 }
 
