@@ -22,7 +22,8 @@
 # to nginx_limit_req; a second table gives each target's CPU time per
 # request (user and system, from /proc, its process and children) during
 # those runs, steadier than throughput on a shared machine and where the
-# difference lies. Latency: bench/latency sends RATE requests/s, open
+# difference lies; the last line gives floodgate/nginx_limit_req, with each
+# round's ratio and the CPU ratio beside it. Latency: bench/latency sends RATE requests/s, open
 # loop, to each in turn, ROUNDS rounds; the table shows median p50/p99 and
 # what each adds over the bare upstream. Any non-2xx answer is reported
 # (none is expected: nothing may be limited).
@@ -279,8 +280,17 @@ for t in "${targets[@]}"; do
 	printf '| %s | %.1f | %.1f | %.1f | %s |\n' "$t" "$a" "$b" "$tot" "$x"
 done
 if [ -n "${rps[floodgate]:-}" ] && [ -n "${rps[$ref]:-}" ]; then
+	# The rounds' own ratios (each round runs the two a few seconds
+	# apart) and the CPU ratio, which moves less on a shared machine.
+	# shellcheck disable=SC2086
+	per_round=$(paste -d' ' <(printf '%s\n' ${rps[floodgate]}) <(printf '%s\n' ${rps[$ref]}) |
+		awk '$2 > 0 {printf "%s%.2f", sep, $1 / $2; sep = ", "}')
+	cpu=
+	if [ -n "$ref_cpu" ] && [ -n "${cpu_u[floodgate]:-}" ]; then
+		cpu="; CPU a request $(ratio "$(awk -v a="$(median ${cpu_u[floodgate]})" -v b="$(median ${cpu_s[floodgate]})" 'BEGIN {print a + b}')" "$ref_cpu")×"
+	fi
 	echo
-	echo "floodgate/$ref = $(ratio "$(med floodgate)" "$(med $ref)")"
+	echo "floodgate/$ref = $(ratio "$(med floodgate)" "$(med $ref)") (rounds: $per_round$cpu)"
 fi
 [ "${LATENCY:-1}" = 0 ] && exit 0
 echo
