@@ -23,10 +23,10 @@
 # request (user and system, from /proc, its process and children) during
 # those runs, steadier than throughput on a shared machine and where the
 # difference lies; the last line gives floodgate/nginx_limit_req, with each
-# round's ratio and the CPU ratio beside it. Latency: bench/latency sends RATE requests/s, open
-# loop, to each in turn, ROUNDS rounds; the table shows median p50/p99 and
-# what each adds over the bare upstream. Any non-2xx answer is reported
-# (none is expected: nothing may be limited).
+# round's ratio and the CPU ratio beside it. Latency: bench/latency sends
+# RATE requests/s, open loop, to each in turn, ROUNDS rounds; the table
+# shows median p50/p99 and what each adds over the bare upstream. Any
+# non-2xx answer is reported (none is expected: nothing may be limited).
 #
 # Usage: bench/gateway.sh
 # Environment (defaults in brackets):

@@ -587,16 +587,6 @@ func inTokens(m map[string]struct{}, name string) bool {
 	return ok
 }
 
-// listedInConnection reports whether a Connection field of h lists name.
-func (h *head) listedInConnection(name string) bool {
-	for _, f := range h.fields {
-		if string(h.name(f)) == "Connection" && listed([][]byte{h.value(f)}, name) {
-			return true
-		}
-	}
-	return false
-}
-
 // beforeRead is called before a read that may wait for the upstream:
 // what was written to the client of a streamed response is flushed.
 func (x *exchange) beforeRead() {

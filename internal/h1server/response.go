@@ -661,20 +661,6 @@ func (w *response) finish() {
 	}
 }
 
-// hasTrailers reports whether the handler declared trailer fields, which
-// need a chunked body.
-func hasTrailers(h http.Header) bool {
-	if _, ok := h["Trailer"]; ok {
-		return true
-	}
-	for k := range h {
-		if strings.HasPrefix(k, http.TrailerPrefix) {
-			return true
-		}
-	}
-	return false
-}
-
 // writeTrailers writes the declared trailer fields that the handler set
 // after the header went out, and those named with http.TrailerPrefix.
 func (w *response) writeTrailers() {

@@ -2,11 +2,14 @@ package rules
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
 	"github.com/floodgate/floodgate/internal/config"
 )
 
@@ -334,4 +337,49 @@ func TestDirectGenerator(t *testing.T) {
 		t.Errorf("generator made %d direct and %d interpreted conditions, want both", direct, interp)
 	}
 	t.Logf("%d direct, %d interpreted conditions checked", direct, interp)
+}
+
+// TestEveryVariableResolves: the request model's table (variables, for
+// the CEL environment and the docs) and the functions that read the
+// variables (stringVars, boolVars, the activation) name the same
+// variables, with the same types.
+func TestEveryVariableResolves(t *testing.T) {
+	req := directRequests()[1]
+	for _, v := range variables {
+		val, ok := activation{req}.ResolveName(v.name)
+		if !ok {
+			t.Errorf("%s: declared, not resolved", v.name)
+			continue
+		}
+		_, isString := stringVars[v.name]
+		_, isBool := boolVars[v.name]
+		switch {
+		case v.typ == cel.StringType && !isString && v.name != "request.method" && v.name != "request.path":
+			t.Errorf("%s: a string, not in stringVars", v.name)
+		case v.typ == cel.BoolType && !isBool:
+			t.Errorf("%s: a bool, not in boolVars", v.name)
+		}
+		if got := fmt.Sprint(types.DefaultTypeAdapter.NativeToValue(val).Type()); got != v.typ.String() && v.typ.String() != "map(string, string)" {
+			t.Errorf("%s: resolves to a %s, declared %s", v.name, got, v.typ)
+		}
+	}
+	for name := range stringVars {
+		if !declared(name) {
+			t.Errorf("stringVars has %s, which is not declared", name)
+		}
+	}
+	for name := range boolVars {
+		if !declared(name) {
+			t.Errorf("boolVars has %s, which is not declared", name)
+		}
+	}
+}
+
+func declared(name string) bool {
+	for _, v := range variables {
+		if v.name == name {
+			return true
+		}
+	}
+	return false
 }

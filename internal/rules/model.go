@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"cel.dev/cel-go/cel"
-
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/interpreter"
+
 	"github.com/floodgate/floodgate/internal/config"
 )
 
