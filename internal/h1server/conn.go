@@ -38,6 +38,11 @@ type conn struct {
 	br *bufio.Reader
 	bw *bufio.Writer
 	w  response // reused: reset for every request
+
+	// The requests' context and the request handed to the handler,
+	// reused while nobody looks at the context (requestContext).
+	ctx *requestContext
+	req *http.Request
 }
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
@@ -73,6 +78,9 @@ func (c *conn) serve() {
 			}
 			c.rwc.Close()
 			c.release()
+		}
+		if c.ctx != nil {
+			c.ctx.cancel()
 		}
 		c.srv.trackConn(c, false)
 	}()
@@ -268,12 +276,19 @@ func (c *conn) writeError(code int, msg string) {
 // handle runs the handler for req and finishes its response. It reports
 // whether the connection may carry another request.
 func (c *conn) handle(parsed *http.Request) bool {
-	ctx, cancel := context.WithCancel(c.base)
-	defer cancel()
-	c.r.startRequest(cancel)
-	// A copy with the context; parsed itself stays with the caller (on
-	// its stack when readPlainRequest filled it).
-	req := parsed.WithContext(ctx)
+	if c.ctx == nil {
+		c.ctx, c.req = newRequestContext(c.base), new(http.Request)
+	}
+	ctx, req := c.ctx, c.req
+	defer func() {
+		if !ctx.end() {
+			c.ctx, c.req = nil, nil // for a request of their own
+		}
+	}()
+	c.r.startRequest(ctx)
+	// A copy with the context (WithContext's copy stays on the stack);
+	// parsed itself stays with the caller.
+	*req = *parsed.WithContext(ctx)
 	req.RemoteAddr = c.remoteAddr
 
 	w := &c.w
@@ -476,7 +491,7 @@ type connReader struct {
 	inRead   bool               // a background read is in progress
 	hasByte  bool               // the background read got a byte: the next request's first
 	byteBuf  [1]byte            // that byte
-	cancel   context.CancelFunc // cancels the running request's context
+	ctx      *requestContext    // the running request's: canceled when the client is gone
 	aborted  bool               // the background read found the connection gone
 }
 
@@ -517,9 +532,9 @@ func (cr *connReader) count(n int) {
 	}
 }
 
-func (cr *connReader) startRequest(cancel context.CancelFunc) {
+func (cr *connReader) startRequest(ctx *requestContext) {
 	cr.mu.Lock()
-	cr.cancel = cancel
+	cr.ctx = ctx
 	cr.mu.Unlock()
 }
 
@@ -563,7 +578,7 @@ func (cr *connReader) watch() {
 func (cr *connReader) disarm() {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
-	cr.cancel = nil
+	cr.ctx = nil
 	if !cr.armed {
 		return
 	}
@@ -600,8 +615,8 @@ func (cr *connReader) backgroundRead() {
 		// The client closed the connection or it broke: the answer has
 		// nobody to go to.
 		cr.aborted = true
-		if cr.cancel != nil {
-			cr.cancel()
+		if cr.ctx != nil {
+			cr.ctx.cancel()
 		}
 	}
 	cr.inRead = false

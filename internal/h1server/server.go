@@ -20,7 +20,10 @@
 //     answers never pay for it, slow ones (an upstream building a file) are
 //     still cancelled when their client leaves;
 //   - header maps and buffers are reused from one request to the next on a
-//     connection.
+//     connection, and so are the *http.Request and its context while nobody
+//     looks at the context (requestContext: one looked at is canceled when
+//     the handler returns, as net/http's, and the next request gets its own).
+//     A handler must not keep its *http.Request after it returns.
 //
 // TLS and HTTP/2 stay with net/http's server.
 package h1server
