@@ -485,14 +485,14 @@ type connReader struct {
 	// (watch): setting and stopping a timer for every request cost more
 	// than the watch itself.
 	timer    *time.Timer
-	timerSet bool               // timer is running
-	armedAt  time.Time          // when the handler was armed
-	armed    bool               // a handler is running and the body is read
-	inRead   bool               // a background read is in progress
-	hasByte  bool               // the background read got a byte: the next request's first
-	byteBuf  [1]byte            // that byte
-	ctx      *requestContext    // the running request's: canceled when the client is gone
-	aborted  bool               // the background read found the connection gone
+	timerSet bool            // timer is running
+	armedAt  time.Time       // when the handler was armed
+	armed    bool            // a handler is running and the body is read
+	inRead   bool            // a background read is in progress
+	hasByte  bool            // the background read got a byte: the next request's first
+	byteBuf  [1]byte         // that byte
+	ctx      *requestContext // the running request's: canceled when the client is gone
+	aborted  bool            // the background read found the connection gone
 }
 
 func (cr *connReader) setReadLimit(n int64) { cr.remain = n }
