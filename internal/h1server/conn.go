@@ -281,7 +281,10 @@ func (c *conn) handle(parsed *http.Request) bool {
 	}
 	ctx, req := c.ctx, c.req
 	defer func() {
-		if !ctx.end() {
+		if ctx.end() {
+			// Nothing of this request stays with an idle connection.
+			*req = *(&http.Request{}).WithContext(ctx)
+		} else {
 			c.ctx, c.req = nil, nil // for a request of their own
 		}
 	}()

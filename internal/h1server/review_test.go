@@ -266,6 +266,9 @@ func TestIdleConnectionKeepsNothing(t *testing.T) {
 	if w.req != nil || w.body != nil || len(w.fields) != 0 || len(w.header) != 0 {
 		t.Errorf("idle connection keeps req %v, body %v, fields %q, header %v", w.req != nil, w.body != nil, w.fields, w.header)
 	}
+	if r := conn.req; r != nil && (r.Header != nil || r.URL != nil || r.Method != "") {
+		t.Errorf("idle connection keeps the request: %s %v %v", r.Method, r.URL, r.Header)
+	}
 	for _, k := range w.keys[:cap(w.keys)] {
 		if k != "" {
 			t.Errorf("idle connection keeps header name %q", k)
