@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // BenchmarkServe measures one keep-alive request and its answer over
@@ -23,6 +24,9 @@ func BenchmarkServe(b *testing.B) {
 	}{
 		{"server=net-http", (&http.Server{Handler: h}).Serve},
 		{"server=h1server", (&Server{Handler: h}).Serve},
+		// With floodgate's default timeouts (config.DefaultReadHeaderTimeout,
+		// DefaultIdleTimeout): the read deadlines of every request.
+		{"server=h1server-timeouts", (&Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}).Serve},
 	} {
 		b.Run(srv.name, func(b *testing.B) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -144,20 +144,20 @@ func (c *conn) serveOne() bool {
 		if !c.served && s.ReadHeaderTimeout > 0 {
 			d = s.ReadHeaderTimeout
 		}
-		if d > 0 {
-			c.rwc.SetReadDeadline(time.Now().Add(d))
-		}
+		c.r.beginHead(d)
 		// What arrives belongs to the next request's head.
 		c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
 		if _, err := c.br.Peek(1); err != nil {
 			return false
 		}
+	} else {
+		c.r.beginHead(0)
 	}
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
 		return false // closed by Shutdown
 	}
 	if s.ReadHeaderTimeout <= 0 && s.idleTimeout() > 0 {
-		c.rwc.SetReadDeadline(time.Time{})
+		c.r.setDeadline(time.Time{}, false) // the head may take its time
 	}
 	c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
 	// Tolerate the CR LF some old clients send after a request body
@@ -179,7 +179,7 @@ func (c *conn) serveOne() bool {
 		// The rest of the head has ReadHeaderTimeout to arrive.
 		if d := s.ReadHeaderTimeout; d > 0 && c.served {
 			// (The first request keeps the deadline set at accept.)
-			c.rwc.SetReadDeadline(time.Now().Add(d))
+			c.r.setDeadline(time.Now().Add(d), true)
 		}
 		var err error
 		if req, err = http.ReadRequest(c.br); err != nil {
@@ -192,9 +192,9 @@ func (c *conn) serveOne() bool {
 		c.writeError(code, msg)
 		return false
 	}
-	if s.ReadHeaderTimeout > 0 {
-		c.rwc.SetReadDeadline(time.Time{})
-	}
+	// The head's deadline no longer applies; it is cleared before the
+	// next read (connReader.startHandler).
+	c.r.startHandler()
 	return c.handle(req)
 }
 
@@ -436,7 +436,7 @@ func (b *requestBody) shut() (interrupted bool) {
 		c := b.w.conn
 		c.rwc.SetReadDeadline(aLongTimeAgo)
 		b.mu.Lock()
-		c.rwc.SetReadDeadline(time.Time{})
+		c.r.setDeadline(time.Time{}, false)
 		interrupted = true
 	}
 	b.ended = true
@@ -496,6 +496,17 @@ type connReader struct {
 	byteBuf  [1]byte         // that byte
 	ctx      *requestContext // the running request's: canceled when the client is gone
 	aborted  bool            // the background read found the connection gone
+
+	// The read deadline on the connection. One set for a request head
+	// (headDeadline: idle, ReadHeaderTimeout) stays set while the handler
+	// runs (handling) until something reads, which clears it first, and
+	// the next head's is not set again while the one set is at most
+	// 1/32 of the timeout short of it: most handlers never read, and
+	// setting and clearing the deadline for every request cost a timer
+	// modification each.
+	deadline     time.Time
+	headDeadline bool
+	handling     bool
 }
 
 func (cr *connReader) setReadLimit(n int64) { cr.remain = n }
@@ -523,6 +534,7 @@ func (cr *connReader) Read(p []byte) (int, error) {
 		cr.mu.Unlock()
 		return 0, io.EOF
 	}
+	cr.handlerReadLocked()
 	cr.mu.Unlock()
 	n, err := cr.conn.rwc.Read(p)
 	cr.count(n)
@@ -532,6 +544,51 @@ func (cr *connReader) Read(p []byte) (int, error) {
 func (cr *connReader) count(n int) {
 	if cr.remain > 0 {
 		cr.remain -= int64(n)
+	}
+}
+
+// beginHead starts reading a request head: the read deadline is d from
+// now (none if d is 0), or the one already set for the previous head if
+// it is at most d/32 short of that.
+func (cr *connReader) beginHead(d time.Duration) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	cr.handling = false
+	if d <= 0 {
+		return
+	}
+	t := time.Now().Add(d)
+	if cr.headDeadline && !cr.deadline.After(t) && t.Sub(cr.deadline) <= d/32 {
+		return
+	}
+	cr.setDeadlineLocked(t, true)
+}
+
+// setDeadline sets the read deadline to t; head says it is for a request
+// head.
+func (cr *connReader) setDeadline(t time.Time, head bool) {
+	cr.mu.Lock()
+	cr.setDeadlineLocked(t, head)
+	cr.mu.Unlock()
+}
+
+func (cr *connReader) setDeadlineLocked(t time.Time, head bool) {
+	cr.conn.rwc.SetReadDeadline(t)
+	cr.deadline, cr.headDeadline = t, head && !t.IsZero()
+}
+
+// startHandler: the head is read, the handler is about to run.
+func (cr *connReader) startHandler() {
+	cr.mu.Lock()
+	cr.handling = true
+	cr.mu.Unlock()
+}
+
+// handlerReadLocked clears a head's deadline before a read for the handler
+// (its body, the disconnect watch).
+func (cr *connReader) handlerReadLocked() {
+	if cr.handling && cr.headDeadline {
+		cr.setDeadlineLocked(time.Time{}, false)
 	}
 }
 
@@ -593,7 +650,7 @@ func (cr *connReader) disarm() {
 	for cr.inRead {
 		cr.cond.Wait()
 	}
-	cr.conn.rwc.SetReadDeadline(time.Time{})
+	cr.setDeadlineLocked(time.Time{}, false)
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -607,6 +664,7 @@ func (cr *connReader) backgroundRead() {
 		cr.mu.Unlock()
 		return
 	}
+	cr.handlerReadLocked()
 	cr.inRead = true
 	cr.mu.Unlock()
 	n, err := cr.conn.rwc.Read(cr.byteBuf[:])

@@ -402,14 +402,21 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	c.state.Store(stateHijacked)
 	c.srv.trackConn(c, false) // Shutdown and Close leave it to its new owner
-	c.rwc.SetDeadline(time.Time{})
+	c.rwc.SetWriteDeadline(time.Time{})
+	c.r.setDeadline(time.Time{}, false)
 	rw := bufio.NewReadWriter(c.br, c.bw)
 	c.br, c.bw = nil, nil // the caller's now; not returned to the pools
 	return c.rwc, rw, nil
 }
 
 // SetReadDeadline and SetWriteDeadline serve http.ResponseController.
-func (w *response) SetReadDeadline(t time.Time) error  { return w.conn.rwc.SetReadDeadline(t) }
+func (w *response) SetReadDeadline(t time.Time) error {
+	r := w.conn.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deadline, r.headDeadline = t, false
+	return w.conn.rwc.SetReadDeadline(t)
+}
 func (w *response) SetWriteDeadline(t time.Time) error { return w.conn.rwc.SetWriteDeadline(t) }
 
 // EnableFullDuplex serves http.ResponseController: the request body is
