@@ -39,10 +39,12 @@ type conn struct {
 	bw *bufio.Writer
 	w  response // reused: reset for every request
 
-	// The requests' context and the request handed to the handler,
-	// reused while nobody looks at the context (requestContext).
+	// The requests' context, the request handed to the handler and its
+	// URL and header, reused while nobody looks at the context
+	// (requestContext).
 	ctx *requestContext
 	req *http.Request
+	hb  *headBuffers
 }
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
@@ -174,7 +176,7 @@ func (c *conn) serveOne() bool {
 	// error, by net/http's parser.
 	var plain http.Request
 	req := &plain
-	fieldsChecked := readPlainRequest(c.br, req)
+	fieldsChecked := readPlainRequestInto(c.br, req, c.hb)
 	if !fieldsChecked {
 		// The rest of the head has ReadHeaderTimeout to arrive.
 		if d := s.ReadHeaderTimeout; d > 0 && c.served {
@@ -277,15 +279,16 @@ func (c *conn) writeError(code int, msg string) {
 // whether the connection may carry another request.
 func (c *conn) handle(parsed *http.Request) bool {
 	if c.ctx == nil {
-		c.ctx, c.req = newRequestContext(c.base), new(http.Request)
+		c.ctx, c.req, c.hb = newRequestContext(c.base), new(http.Request), new(headBuffers)
 	}
 	ctx, req := c.ctx, c.req
 	defer func() {
 		if ctx.end() {
 			// Nothing of this request stays with an idle connection.
 			*req = *(&http.Request{}).WithContext(ctx)
+			c.hb.empty()
 		} else {
-			c.ctx, c.req = nil, nil // for a request of their own
+			c.ctx, c.req, c.hb = nil, nil, nil // for a request of their own
 		}
 	}()
 	c.r.startRequest(ctx)

@@ -37,6 +37,29 @@ import (
 // whole head (at most the 4 KiB buffer) alive; code that keeps request
 // strings for long copies them (strings.Clone), as package session does.
 func readPlainRequest(br *bufio.Reader, req *http.Request) bool {
+	return readPlainRequestInto(br, req, nil)
+}
+
+// headBuffers is what readPlainRequestInto reuses for a connection's next
+// request: the URL, the header map and its values' slice. They belong to
+// the request handed to the handler until it returns (the connection
+// keeps them only while it may reuse that request: conn.handle).
+type headBuffers struct {
+	url    url.URL
+	header http.Header
+	vals   []string
+}
+
+// empty drops what the last request left in b.
+func (b *headBuffers) empty() {
+	b.url = url.URL{}
+	clear(b.header)
+	clear(b.vals)
+}
+
+// readPlainRequestInto is readPlainRequest, filling b's URL, header and
+// values rather than new ones when b is not nil.
+func readPlainRequestInto(br *bufio.Reader, req *http.Request, b *headBuffers) bool {
 	buf, _ := br.Peek(br.Buffered())
 	end := indexHeadEnd(buf)
 	if end < 0 {
@@ -56,16 +79,30 @@ func readPlainRequest(br *bufio.Reader, req *http.Request) bool {
 	sp = strings.IndexByte(rest, ' ')
 	target := rest[:sp]
 	minor := int(rest[sp+8] - '0') // "HTTP/1.x"
-	u := originForm(target)
-	if u == nil {
+	var u *url.URL
+	if b != nil && originFormInto(target, &b.url) {
+		u = &b.url
+	} else if u = originForm(target); u == nil {
 		var err error
 		if u, err = url.ParseRequestURI(target); err != nil {
 			return false // net/http's error, from net/http
 		}
 	}
 
-	h := make(http.Header, lines)
-	vals := make([]string, lines)
+	var h http.Header
+	var vals []string
+	if b != nil {
+		if b.header == nil {
+			b.header = make(http.Header, lines)
+		}
+		if cap(b.vals) < lines {
+			b.vals = make([]string, lines)
+		}
+		h, vals = b.header, b.vals[:lines]
+		clear(h)
+	} else {
+		h, vals = make(http.Header, lines), make([]string, lines)
+	}
 	var host string
 	hosts := 0
 	line := s[strings.IndexByte(s, '\n')+1:]
@@ -123,22 +160,32 @@ var protoNames = [2]string{"HTTP/1.0", "HTTP/1.1"}
 // percent-encoding, nothing it would escape): the path and the query
 // string, split at the first "?". For any other target, nil.
 func originForm(target string) *url.URL {
-	if target == "" || target[0] != '/' {
+	u := new(url.URL)
+	if !originFormInto(target, u) {
 		return nil
+	}
+	return u
+}
+
+// originFormInto is originForm, filling u (only when it reports true).
+func originFormInto(target string, u *url.URL) bool {
+	if target == "" || target[0] != '/' {
+		return false
 	}
 	path, query, hasQuery := strings.Cut(target, "?")
 	for i := 0; i < len(path); i++ {
 		if !pathAsIs[path[i]] {
-			return nil
+			return false
 		}
 	}
 	for i := 0; i < len(query); i++ {
 		if c := query[i]; c < ' ' || c == 0x7f {
-			return nil // refused by url.ParseRequestURI (readPlainRequest never has one)
+			return false // refused by url.ParseRequestURI (readPlainRequest never has one)
 		}
 	}
 	// A target ending in its only "?" keeps it (URL.ForceQuery).
-	return &url.URL{Path: path, RawQuery: query, ForceQuery: hasQuery && query == ""}
+	*u = url.URL{Path: path, RawQuery: query, ForceQuery: hasQuery && query == ""}
+	return true
 }
 
 // pathAsIs[c]: url.ParseRequestURI keeps c in a path as it is (URL.Path

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,10 +85,17 @@ var otherHeads = []string{
 // bytes unread. It reports whether readPlainRequest took the head.
 func checkAgainstReadRequest(t *testing.T, data []byte) bool {
 	t.Helper()
+	return checkAgainstReadRequestWith(t, data, nil)
+}
+
+// checkAgainstReadRequestWith is checkAgainstReadRequest with the URL,
+// header and values of b reused, as a connection's next request does.
+func checkAgainstReadRequestWith(t *testing.T, data []byte, b *headBuffers) bool {
+	t.Helper()
 	br := bufio.NewReaderSize(bytes.NewReader(data), 4<<10)
 	br.Peek(1) // as serveOne does: the buffer filled
 	var got http.Request
-	took := readPlainRequest(br, &got)
+	took := readPlainRequestInto(br, &got, b)
 	rest, _ := io.ReadAll(br)
 
 	ref := bufio.NewReaderSize(bytes.NewReader(data), 4<<10)
@@ -156,6 +164,35 @@ func TestPlainRequestAsReadRequest(t *testing.T) {
 	}
 }
 
+// A connection reuses the URL, header map and values of its last request
+// (headBuffers): whatever came before, a head reads as http.ReadRequest
+// reads it, with nothing left over from the one before.
+func TestPlainRequestReusedBuffers(t *testing.T) {
+	heads := append(append([]string{}, plainHeads...), otherHeads...)
+	for _, first := range heads {
+		for _, second := range heads {
+			b := new(headBuffers)
+			checkAgainstReadRequestWith(t, []byte(first), b)
+			checkAgainstReadRequestWith(t, []byte(second), b)
+			b.empty()
+			if len(b.header) != 0 || b.url != (url.URL{}) || slices.ContainsFunc(b.vals, func(v string) bool { return v != "" }) {
+				t.Fatalf("after %q, %q: empty left %v %v %q", first, second, b.header, b.url, b.vals)
+			}
+		}
+	}
+}
+
+// dirtyBuffers are a connection's buffers after a head with many fields.
+func dirtyBuffers(t *testing.T) *headBuffers {
+	b := new(headBuffers)
+	head := "GET /old?q=1 HTTP/1.1\r\nHost: old\r\nA: 1\r\nB: 2\r\nC: 3\r\nA: 4\r\nCookie: x=1\r\n" +
+		"X-Forwarded-For: 192.0.2.1\r\nUser-Agent: old\r\nAccept: */*\r\n\r\n"
+	if !checkAgainstReadRequestWith(t, []byte(head), b) {
+		t.Fatal("the dirtying head was not read as plain")
+	}
+	return b
+}
+
 // A head that does not fit the reader's buffer is net/http's.
 func TestPlainRequestLongHead(t *testing.T) {
 	h := "GET / HTTP/1.1\r\nHost: a\r\nX: " + strings.Repeat("v", 5000) + "\r\n\r\n"
@@ -197,6 +234,7 @@ func FuzzPlainRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		checkAgainstReadRequest(t, data)
+		checkAgainstReadRequestWith(t, data, dirtyBuffers(t))
 	})
 }
 
@@ -221,6 +259,20 @@ func TestPlainRequestAllocations(t *testing.T) {
 	if allocs > 5 {
 		t.Fatalf("%v allocations a request, want at most 5", allocs)
 	}
+	// A connection's next request reuses all but the head's string.
+	b := new(headBuffers)
+	allocs = testing.AllocsPerRun(200, func() {
+		rd.Reset(head)
+		br.Reset(rd)
+		br.Peek(1)
+		var req http.Request
+		if !readPlainRequestInto(br, &req, b) {
+			t.Fatal("not read as plain")
+		}
+	})
+	if allocs > 1 {
+		t.Fatalf("%v allocations a request with the buffers reused, want at most 1", allocs)
+	}
 }
 
 func BenchmarkReadRequest(b *testing.B) {
@@ -238,6 +290,20 @@ func BenchmarkReadRequest(b *testing.B) {
 			if !readPlainRequest(br, &req) {
 				b.Fatal("not plain")
 			}
+		}
+	})
+	b.Run("plain-reused", func(b *testing.B) {
+		b.ReportAllocs()
+		hb := new(headBuffers)
+		for b.Loop() {
+			rd.Reset(head)
+			br.Reset(rd)
+			br.Peek(1)
+			var req http.Request
+			if !readPlainRequestInto(br, &req, hb) {
+				b.Fatal("not plain")
+			}
+			hb.empty()
 		}
 	})
 	b.Run("net-http", func(b *testing.B) {

@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -247,6 +248,9 @@ func TestIdleConnectionKeepsNothing(t *testing.T) {
 	c, br := dialT(t, startServer(t, s))
 	io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nX-Secret: s3cr3t\r\nContent-Length: 2\r\n\r\nhi")
 	answerOf(t, br)
+	// A plain head, read into the connection's reused buffers.
+	io.WriteString(c, "GET /?k=secret HTTP/1.1\r\nHost: x\r\nX-Secret: s3cr3t\r\n\r\n")
+	answerOf(t, br)
 	var conn *conn
 	for i := 0; ; i++ {
 		s.mu.Lock()
@@ -268,6 +272,9 @@ func TestIdleConnectionKeepsNothing(t *testing.T) {
 	}
 	if r := conn.req; r != nil && (r.Header != nil || r.URL != nil || r.Method != "") {
 		t.Errorf("idle connection keeps the request: %s %v %v", r.Method, r.URL, r.Header)
+	}
+	if b := conn.hb; b != nil && (len(b.header) != 0 || b.url != (url.URL{}) || slices.ContainsFunc(b.vals, func(v string) bool { return v != "" })) {
+		t.Errorf("idle connection keeps the head's buffers: %v %v %q", b.header, b.url, b.vals)
 	}
 	for _, k := range w.keys[:cap(w.keys)] {
 		if k != "" {
