@@ -25,7 +25,7 @@ type exchange struct {
 	w   http.ResponseWriter
 	r   *http.Request
 	ctx context.Context
-	now time.Time // when the request was written, or about then
+	now int64 // when the request was written, or about then (monoNow)
 	// watched is set while the Forwarder's watchdog watches the
 	// connection (for ctx ending, and for the response head's deadline).
 	watched bool
@@ -128,7 +128,7 @@ func (x *exchange) send() (werr, lerr error) {
 		return c.bw.Flush(), nil
 	case n > 0 && n <= syncBodyMax:
 		werr, lerr = copyFixed(c.bw, r.Body, n)
-		x.now = time.Now() // the client may have been slow to send it
+		x.now = monoNow() // the client may have been slow to send it
 		return werr, lerr
 	}
 	if err := c.bw.Flush(); err != nil {
@@ -359,7 +359,7 @@ func (b *bodyWriter) run(c *conn, body io.Reader, n int64, timeout time.Duration
 	if res.werr == nil && res.rerr == nil {
 		// The response-header timeout runs from the request's end,
 		// unless the head has come already.
-		c.headDeadline.CompareAndSwap(-1, time.Now().Add(timeout).UnixNano())
+		c.headDeadline.CompareAndSwap(-1, monoNow()+int64(timeout))
 	}
 	b.done <- res
 	if res.rerr != nil {
@@ -388,7 +388,7 @@ func (x *exchange) bodyResult() (bodyResult, bool) {
 func (x *exchange) readHead() (none bool, err error) {
 	c := x.c
 	if x.body == nil {
-		c.headDeadline.Store(x.now.Add(x.f.o.ResponseHeaderTimeout).UnixNano())
+		c.headDeadline.Store(x.now + int64(x.f.o.ResponseHeaderTimeout))
 	}
 	defer func() {
 		c.headDeadline.Store(0)

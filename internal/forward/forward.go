@@ -227,7 +227,7 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// new connection, when a pooled connection turns out to be closed
 	// before any of the response arrived, as net/http's Transport does.
 	replayable := r.ContentLength == 0 && idempotent(r)
-	now := time.Now()
+	now := monoNow()
 	for attempt := 0; ; attempt++ {
 		var c *conn
 		if attempt == 0 {
@@ -241,7 +241,7 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				f.o.OnError(w, r, err)
 				return
 			}
-			now = time.Now()
+			now = monoNow()
 		}
 		x := exchange{f: f, c: c, w: w, r: r, ctx: ctx, now: now}
 		if !x.run(replayable && c.reused) {

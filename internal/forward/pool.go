@@ -27,8 +27,8 @@ type conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	bw     *bufio.Writer
-	reused bool      // it has served a request before
-	idleAt time.Time // when it was last pooled
+	reused bool  // it has served a request before
+	idleAt int64 // when it was last pooled (monoNow)
 	head   head
 	// lastBlock is the string of the last response head's names and
 	// values (see copyHeader).
@@ -39,7 +39,7 @@ type conn struct {
 	ctx      context.Context // the request's: watched, not used
 	slot     int             // index in watchdog.conns
 	poisoned uint8           // why the watchdog set a past deadline; guarded by its mutex
-	// headDeadline is when the response head is due, in Unix
+	// headDeadline is when the response head is due, in monoNow's
 	// nanoseconds: 0 when not awaited, -1 until the request body's
 	// goroutine has written the body.
 	headDeadline atomic.Int64
@@ -77,7 +77,7 @@ func (p *pool) init(max int, timeout time.Duration) {
 // get returns an idle connection, or nil; now is the time. With check, a connection is
 // first checked for having been closed by the upstream (for requests that
 // cannot be retried on a new connection).
-func (p *pool) get(now time.Time, check bool) *conn {
+func (p *pool) get(now int64, check bool) *conn {
 	for {
 		p.mu.Lock()
 		n := len(p.idle)
@@ -88,7 +88,7 @@ func (p *pool) get(now time.Time, check bool) *conn {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
-		if now.Sub(c.idleAt) >= p.timeout {
+		if time.Duration(now-c.idleAt) >= p.timeout {
 			// It and every older one have expired.
 			stale := slices.Clone(p.idle)
 			clear(p.idle)
@@ -118,7 +118,7 @@ func (c *conn) alive() bool { return c.peek != nil && c.peek.alive() }
 // pool is full.
 func (p *pool) put(c *conn) {
 	c.reused = true
-	c.idleAt = time.Now()
+	c.idleAt = monoNow()
 	p.mu.Lock()
 	if len(p.idle) >= p.max {
 		p.mu.Unlock()
@@ -140,10 +140,10 @@ func (p *pool) put(c *conn) {
 // sweep closes the connections idle for the timeout and arms the timer
 // for the next to expire.
 func (p *pool) sweep() {
-	now := time.Now()
+	now := monoNow()
 	p.mu.Lock()
 	i := 0
-	for i < len(p.idle) && now.Sub(p.idle[i].idleAt) >= p.timeout {
+	for i < len(p.idle) && time.Duration(now-p.idle[i].idleAt) >= p.timeout {
 		i++
 	}
 	stale := slices.Clone(p.idle[:i])
@@ -151,7 +151,7 @@ func (p *pool) sweep() {
 	clear(p.idle[n:])
 	p.idle = p.idle[:n]
 	if n > 0 {
-		p.timer.Reset(p.idle[0].idleAt.Add(p.timeout).Sub(now))
+		p.timer.Reset(time.Duration(p.idle[0].idleAt-now) + p.timeout)
 	} else {
 		p.armed = false
 	}
@@ -179,3 +179,11 @@ func (p *pool) idleCount() int {
 	defer p.mu.Unlock()
 	return len(p.idle)
 }
+
+var clockStart = time.Now()
+
+// monoNow reads the monotonic clock, in nanoseconds since the package
+// started: for idle times and the response-head deadlines, which are
+// durations, never dates. One clock read where time.Now makes two (wall
+// and monotonic), and no step of the wall clock moves a deadline.
+func monoNow() int64 { return int64(time.Since(clockStart)) }

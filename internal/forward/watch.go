@@ -71,7 +71,7 @@ func (wd *watchdog) remove(c *conn) (poisoned bool) {
 // scan poisons the connections whose exchange's context is done or whose
 // response-header deadline has passed.
 func (wd *watchdog) scan() {
-	now := time.Now().UnixNano()
+	now := monoNow()
 	wd.mu.Lock()
 	defer wd.mu.Unlock()
 	for _, c := range wd.conns {

@@ -159,7 +159,7 @@ func (c *conn) serveOne() bool {
 		return false // closed by Shutdown
 	}
 	if s.ReadHeaderTimeout <= 0 && s.idleTimeout() > 0 {
-		c.r.setDeadline(time.Time{}, false) // the head may take its time
+		c.r.clearDeadline() // the head may take its time
 	}
 	c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
 	// Tolerate the CR LF some old clients send after a request body
@@ -181,7 +181,7 @@ func (c *conn) serveOne() bool {
 		// The rest of the head has ReadHeaderTimeout to arrive.
 		if d := s.ReadHeaderTimeout; d > 0 && c.served {
 			// (The first request keeps the deadline set at accept.)
-			c.r.setDeadline(time.Now().Add(d), true)
+			c.r.setHeadDeadline(d)
 		}
 		var err error
 		if req, err = http.ReadRequest(c.br); err != nil {
@@ -439,7 +439,7 @@ func (b *requestBody) shut() (interrupted bool) {
 		c := b.w.conn
 		c.rwc.SetReadDeadline(aLongTimeAgo)
 		b.mu.Lock()
-		c.r.setDeadline(time.Time{}, false)
+		c.r.clearDeadline()
 		interrupted = true
 	}
 	b.ended = true
@@ -492,7 +492,7 @@ type connReader struct {
 	// than the watch itself.
 	timer    *time.Timer
 	timerSet bool            // timer is running
-	armedAt  time.Time       // when the handler was armed
+	armedAt  int64           // when the handler was armed (monoNow)
 	armed    bool            // a handler is running and the body is read
 	inRead   bool            // a background read is in progress
 	hasByte  bool            // the background read got a byte: the next request's first
@@ -500,15 +500,15 @@ type connReader struct {
 	ctx      *requestContext // the running request's: canceled when the client is gone
 	aborted  bool            // the background read found the connection gone
 
-	// The read deadline on the connection. One set for a request head
-	// (headDeadline: idle, ReadHeaderTimeout) stays set while the handler
-	// runs (handling) until something reads, which clears it first, and
-	// the next head's is not set again while the one set is at most
-	// 1/32 of the timeout short of it: most handlers never read, and
-	// setting and clearing the deadline for every request cost a timer
-	// modification each.
-	deadline     time.Time
-	headDeadline bool
+	// headDeadline is the read deadline set for a request head (idle,
+	// ReadHeaderTimeout), in monoNow's nanoseconds; 0 when the
+	// connection has none, or the handler's own. It stays set while the
+	// handler runs (handling) until something reads, which clears it
+	// first, and the next head's is not set again while the one set is
+	// at most 1/32 of the timeout short of it: most handlers never read,
+	// and setting and clearing the deadline for every request cost a
+	// timer modification each.
+	headDeadline int64
 	handling     bool
 }
 
@@ -560,24 +560,35 @@ func (cr *connReader) beginHead(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	t := time.Now().Add(d)
-	if cr.headDeadline && !cr.deadline.After(t) && t.Sub(cr.deadline) <= d/32 {
+	want := monoNow() + int64(d)
+	if cr.headDeadline != 0 && cr.headDeadline <= want && want-cr.headDeadline <= int64(d/32) {
 		return
 	}
-	cr.setDeadlineLocked(t, true)
+	cr.setHeadDeadlineLocked(want, d)
 }
 
-// setDeadline sets the read deadline to t; head says it is for a request
-// head.
-func (cr *connReader) setDeadline(t time.Time, head bool) {
+// setHeadDeadline sets a head's read deadline, d from now.
+func (cr *connReader) setHeadDeadline(d time.Duration) {
 	cr.mu.Lock()
-	cr.setDeadlineLocked(t, head)
+	cr.setHeadDeadlineLocked(monoNow()+int64(d), d)
 	cr.mu.Unlock()
 }
 
-func (cr *connReader) setDeadlineLocked(t time.Time, head bool) {
-	cr.conn.rwc.SetReadDeadline(t)
-	cr.deadline, cr.headDeadline = t, head && !t.IsZero()
+func (cr *connReader) setHeadDeadlineLocked(at int64, d time.Duration) {
+	cr.conn.rwc.SetReadDeadline(time.Now().Add(d))
+	cr.headDeadline = at
+}
+
+// clearDeadline leaves the connection with no read deadline.
+func (cr *connReader) clearDeadline() {
+	cr.mu.Lock()
+	cr.clearDeadlineLocked()
+	cr.mu.Unlock()
+}
+
+func (cr *connReader) clearDeadlineLocked() {
+	cr.conn.rwc.SetReadDeadline(time.Time{})
+	cr.headDeadline = 0
 }
 
 // startHandler: the head is read, the handler is about to run.
@@ -590,8 +601,8 @@ func (cr *connReader) startHandler() {
 // handlerReadLocked clears a head's deadline before a read for the handler
 // (its body, the disconnect watch).
 func (cr *connReader) handlerReadLocked() {
-	if cr.handling && cr.headDeadline {
-		cr.setDeadlineLocked(time.Time{}, false)
+	if cr.handling && cr.headDeadline != 0 {
+		cr.clearDeadlineLocked()
 	}
 }
 
@@ -609,7 +620,7 @@ func (cr *connReader) arm() {
 	if cr.armed || cr.aborted {
 		return
 	}
-	cr.armed, cr.armedAt = true, time.Now()
+	cr.armed, cr.armedAt = true, monoNow()
 	switch {
 	case cr.timer == nil:
 		cr.timer = time.AfterFunc(DisconnectCheck, cr.watch)
@@ -625,7 +636,7 @@ func (cr *connReader) arm() {
 func (cr *connReader) watch() {
 	cr.mu.Lock()
 	if cr.armed {
-		if wait := DisconnectCheck - time.Since(cr.armedAt); wait > 0 {
+		if wait := DisconnectCheck - time.Duration(monoNow()-cr.armedAt); wait > 0 {
 			cr.timer.Reset(wait)
 			cr.mu.Unlock()
 			return
@@ -653,7 +664,7 @@ func (cr *connReader) disarm() {
 	for cr.inRead {
 		cr.cond.Wait()
 	}
-	cr.setDeadlineLocked(time.Time{}, false)
+	cr.clearDeadlineLocked()
 }
 
 var aLongTimeAgo = time.Unix(1, 0)
@@ -687,3 +698,10 @@ func (cr *connReader) backgroundRead() {
 	cr.cond.Broadcast()
 	cr.mu.Unlock()
 }
+
+var clockStart = time.Now()
+
+// monoNow reads the monotonic clock, in nanoseconds since the package
+// started: for the head deadlines' bookkeeping and the disconnect watch.
+// One clock read where time.Now makes two (wall and monotonic).
+func monoNow() int64 { return int64(time.Since(clockStart)) }

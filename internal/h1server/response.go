@@ -403,7 +403,7 @@ func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c.state.Store(stateHijacked)
 	c.srv.trackConn(c, false) // Shutdown and Close leave it to its new owner
 	c.rwc.SetWriteDeadline(time.Time{})
-	c.r.setDeadline(time.Time{}, false)
+	c.r.clearDeadline()
 	rw := bufio.NewReadWriter(c.br, c.bw)
 	c.br, c.bw = nil, nil // the caller's now; not returned to the pools
 	return c.rwc, rw, nil
@@ -414,7 +414,7 @@ func (w *response) SetReadDeadline(t time.Time) error {
 	r := w.conn.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.deadline, r.headDeadline = t, false
+	r.headDeadline = 0
 	return w.conn.rwc.SetReadDeadline(t)
 }
 func (w *response) SetWriteDeadline(t time.Time) error { return w.conn.rwc.SetWriteDeadline(t) }
