@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/testnet"
 )
@@ -206,4 +207,26 @@ func TestForwardAllocs(t *testing.T) {
 	if n > 1 {
 		t.Errorf("ServeHTTP allocs = %v, want ≤ 1", n)
 	}
+}
+
+// BenchmarkClock: the clock the pool and the head deadlines read
+// (monoNow: the monotonic clock alone) against time.Now (wall and
+// monotonic), in one run.
+func BenchmarkClock(b *testing.B) {
+	b.Run("clock=time.Now", func(b *testing.B) {
+		b.ReportAllocs()
+		var sink time.Time
+		for b.Loop() {
+			sink = time.Now()
+		}
+		_ = sink
+	})
+	b.Run("clock=monoNow", func(b *testing.B) {
+		b.ReportAllocs()
+		var sink int64
+		for b.Loop() {
+			sink += monoNow()
+		}
+		_ = sink
+	})
 }
