@@ -127,6 +127,21 @@ type Pattern struct {
 	TrailingSlash bool
 }
 
+// Slashes returns the number of "/" in every path the pattern matches, or
+// -1 when that number varies ("/", and a pattern ending in
+// "{name...}"): a router skips a pattern whose count a path does not
+// have without looking at its segments.
+func (p Pattern) Slashes() int {
+	n := len(p.Segments)
+	if n == 0 || p.Segments[n-1].Rest {
+		return -1
+	}
+	if p.TrailingSlash {
+		n++
+	}
+	return n
+}
+
 // A Segment is one segment of a Pattern: a literal, or a parameter.
 type Segment struct {
 	// Literal is the segment's text when Param is empty.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,9 +45,18 @@ type Router struct {
 // Match returns the first route matching method and the cleaned path,
 // filling p with its parameters, or nil.
 func (rt *Router) Match(method, path string, p *Params) *Route {
+	slashes := -1 // counted once, for the first pattern that asks
 	for _, r := range rt.Routes {
 		if len(r.Methods) > 0 && !contains(r.Methods, method) {
 			continue
+		}
+		if want := r.Pattern.Slashes(); want >= 0 {
+			if slashes < 0 {
+				slashes = strings.Count(path, "/")
+			}
+			if slashes != want {
+				continue
+			}
 		}
 		if Match(r.Pattern, path, p) && r.satisfied(p) {
 			return r

@@ -121,8 +121,10 @@ func TestManyParams(t *testing.T) {
 	}
 }
 
-// FuzzMatch: any path against the table's patterns never panics, and a
-// match's parameters are substrings of the path.
+// FuzzMatch: any path against the table's patterns never panics, a
+// match's parameters are substrings of the path, and a path a pattern
+// matches has the number of slashes Pattern.Slashes says (Router.Match
+// skips the others).
 func FuzzMatch(f *testing.F) {
 	for _, tc := range matchTests {
 		f.Add(tc.pattern, tc.path)
@@ -135,6 +137,10 @@ func FuzzMatch(f *testing.F) {
 		var p Params
 		if !Match(pt, path, &p) {
 			return
+		}
+		if n := pt.Slashes(); n >= 0 && strings.Count(path, "/") != n {
+			t.Errorf("Match(%q, %q) is true, yet the path has %d slashes and Slashes says %d: the router would skip it",
+				pattern, path, strings.Count(path, "/"), n)
 		}
 		for _, name := range pt.Params() {
 			if v := p.Get(name); !strings.Contains(path, v) {
@@ -165,6 +171,40 @@ func TestRouteValues(t *testing.T) {
 			t.Errorf("%s did not match", path)
 		case want != "" && r.Expand(&p) != want:
 			t.Errorf("%s rewrote to %q, want %q", path, r.Expand(&p), want)
+		}
+	}
+}
+
+// The router's shortcut (Pattern.Slashes) skips no pattern that matches:
+// every table case, through a one-route router, as Match says.
+func TestRouterSlashesShortcut(t *testing.T) {
+	for _, tc := range matchTests {
+		pt := mustPattern(t, tc.pattern)
+		rt := Router{Routes: []*Route{{Name: "r", Pattern: pt}}}
+		var p, q Params
+		if got, want := rt.Match("GET", tc.path, &p) != nil, Match(pt, tc.path, &q); got != want || got != tc.match {
+			t.Errorf("%q against %q: router %v, Match %v, want %v", tc.path, tc.pattern, got, want, tc.match)
+		}
+	}
+}
+
+// BenchmarkRouterMatch: MaveDB's routes (four CSV routes, then "/"), for
+// the API path bench/gateway.sh sends.
+func BenchmarkRouterMatch(b *testing.B) {
+	var rt Router
+	for _, path := range []string{"/api/v1/score-sets/{urn}/scores", "/api/v1/score-sets/{urn}/counts",
+		"/api/v1/score-sets/{urn}/variants/data", "/api/v1/score-sets/{urn}/mapped-variants", "/"} {
+		pt, err := config.ParseRoutePattern(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rt.Routes = append(rt.Routes, &Route{Name: path, Pattern: pt})
+	}
+	b.ReportAllocs()
+	var p Params
+	for b.Loop() {
+		if r := rt.Match("GET", "/api/v1/score-sets/urn:mavedb:00000001-a-1", &p); r == nil || r.Name != "/" {
+			b.Fatal("wrong route")
 		}
 	}
 }
