@@ -550,8 +550,6 @@ func writeN(w http.ResponseWriter, n int) {
 	}
 }
 
-func hdr(kv ...string) string { return strings.Join(kv, "\r\n") }
-
 const (
 	get11 = "GET / HTTP/1.1\r\nHost: x\r\n\r\n"
 	get10 = "GET / HTTP/1.0\r\n\r\n"

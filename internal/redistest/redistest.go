@@ -122,10 +122,6 @@ func (s *Server) Port() int { return s.port }
 // URL returns the server's address as redis://127.0.0.1:PORT.
 func (s *Server) URL() string { return "redis://" + s.Addr() }
 
-// Dir returns the server's working directory, which holds its log
-// (redis.log).
-func (s *Server) Dir() string { return s.dir }
-
 // start launches the process on s.port and waits until it answers.
 func (s *Server) start() error {
 	s.mu.Lock()
@@ -348,19 +344,9 @@ func (s *Server) password() string {
 	return ""
 }
 
-// Do sends one command to the Redis server at addr, as Server.Do does
-// (without AUTH).
-func Do(addr string, args ...string) (string, error) {
-	replies, err := DoAll(addr, args)
-	if err != nil {
-		return "", err
-	}
-	return replies[0], nil
-}
-
 // DoAll sends commands one after the other on one connection to the
 // Redis server at addr, such as AUTH, SELECT, then a command for the
-// selected database, and returns their replies as Do does. It stops at
+// selected database, and returns their replies as Server.Do does. It stops at
 // the first error reply.
 func DoAll(addr string, cmds ...[]string) ([]string, error) {
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)

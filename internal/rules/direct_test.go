@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
@@ -382,4 +383,41 @@ func declared(name string) bool {
 		}
 	}
 	return false
+}
+
+// docs/rules.md's request-model table lists every variable with its
+// declared type (Variables), and nothing else: the reference cannot drift
+// from the model.
+func TestDocsListEveryVariable(t *testing.T) {
+	b, err := os.ReadFile("../../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // name -> type, from "| `name` | type | …"
+	for _, line := range strings.Split(string(b), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 4 {
+			continue
+		}
+		name := strings.Trim(strings.TrimSpace(cells[1]), "`")
+		if strings.ContainsAny(name, " `") || !strings.Contains(name, ".") {
+			continue
+		}
+		rows[name] = strings.TrimSpace(cells[2])
+	}
+	types := map[string]string{"string": "string", "bool": "bool", "map(string, string)": "map(string, string)"}
+	for _, v := range Variables() {
+		typ, ok := rows[v[0]]
+		if !ok {
+			t.Errorf("docs/rules.md does not list %s", v[0])
+			continue
+		}
+		if want := types[v[1]]; want == "" || typ != want {
+			t.Errorf("docs/rules.md gives %s the type %q; the model's is %q", v[0], typ, v[1])
+		}
+		delete(rows, v[0])
+	}
+	for name := range rows {
+		t.Errorf("docs/rules.md lists %s, which the request model does not have", name)
+	}
 }

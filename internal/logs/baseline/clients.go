@@ -4,7 +4,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/netip"
 
 	"github.com/floodgate/floodgate/internal/uaclass"
 )
@@ -103,11 +102,4 @@ func (n Namer) Name(name string, hashed bool) string {
 	m.Write([]byte(name))
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(m.Sum(sum[:0])[:8])
-}
-
-// IsIP reports whether a client name is an IP address (rather than a host
-// name or a hash).
-func IsIP(name string) bool {
-	_, err := netip.ParseAddr(name)
-	return err == nil
 }
