@@ -174,6 +174,9 @@ func (c *conn) serveOne() bool {
 	// The plain head of nearly every request is read here, already
 	// arrived whole (so no header deadline to set); any other, and any
 	// error, by net/http's parser.
+	if c.ctx == nil {
+		c.ctx, c.req, c.hb = newRequestContext(c.base), new(http.Request), new(headBuffers)
+	}
 	var plain http.Request
 	req := &plain
 	fieldsChecked := readPlainRequestInto(c.br, req, c.hb)
@@ -275,18 +278,24 @@ func (c *conn) writeError(code int, msg string) {
 	c.bw.Flush()
 }
 
+// maxKeptFields bounds the header a connection keeps for its next request:
+// a head with more fields leaves its map and values to the collector.
+const maxKeptFields = 32
+
 // handle runs the handler for req and finishes its response. It reports
 // whether the connection may carry another request.
 func (c *conn) handle(parsed *http.Request) bool {
-	if c.ctx == nil {
-		c.ctx, c.req, c.hb = newRequestContext(c.base), new(http.Request), new(headBuffers)
-	}
 	ctx, req := c.ctx, c.req
 	defer func() {
 		if ctx.end() {
-			// Nothing of this request stays with an idle connection.
+			// Nothing of this request stays with an idle connection, nor
+			// the room a head with many fields made (a map never shrinks).
 			*req = *(&http.Request{}).WithContext(ctx)
-			c.hb.empty()
+			if len(c.hb.header) > maxKeptFields || cap(c.hb.vals) > maxKeptFields {
+				c.hb = new(headBuffers)
+			} else {
+				c.hb.empty()
+			}
 		} else {
 			c.ctx, c.req, c.hb = nil, nil, nil // for a request of their own
 		}
@@ -437,7 +446,12 @@ func (b *requestBody) shut() (interrupted bool) {
 	}
 	if !b.mu.TryLock() {
 		c := b.w.conn
+		// Under the reader's lock, and marked as no head's deadline: the
+		// read being interrupted must not clear it (handlerReadLocked).
+		c.r.mu.Lock()
+		c.r.headDeadline, c.r.ownDeadline = 0, false
 		c.rwc.SetReadDeadline(aLongTimeAgo)
+		c.r.mu.Unlock()
 		b.mu.Lock()
 		c.r.clearDeadline()
 		interrupted = true
@@ -509,6 +523,7 @@ type connReader struct {
 	// and setting and clearing the deadline for every request cost a
 	// timer modification each.
 	headDeadline int64
+	ownDeadline  bool // the handler set one (ResponseController): the next head replaces it
 	handling     bool
 }
 
@@ -557,6 +572,9 @@ func (cr *connReader) beginHead(d time.Duration) {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	cr.handling = false
+	if cr.ownDeadline {
+		cr.clearDeadlineLocked() // the last handler's is not the next head's
+	}
 	if d <= 0 {
 		return
 	}
@@ -576,7 +594,7 @@ func (cr *connReader) setHeadDeadline(d time.Duration) {
 
 func (cr *connReader) setHeadDeadlineLocked(at int64, d time.Duration) {
 	cr.conn.rwc.SetReadDeadline(time.Now().Add(d))
-	cr.headDeadline = at
+	cr.headDeadline, cr.ownDeadline = at, false
 }
 
 // clearDeadline leaves the connection with no read deadline.
@@ -588,7 +606,7 @@ func (cr *connReader) clearDeadline() {
 
 func (cr *connReader) clearDeadlineLocked() {
 	cr.conn.rwc.SetReadDeadline(time.Time{})
-	cr.headDeadline = 0
+	cr.headDeadline, cr.ownDeadline = 0, false
 }
 
 // startHandler: the head is read, the handler is about to run.

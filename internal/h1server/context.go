@@ -21,7 +21,12 @@ import (
 // (the next request's) rather than canceled. Nothing in floodgate does
 // that; a handler must not keep its *http.Request past its return anyway.
 type requestContext struct {
-	context.Context // the connection's: its values; never done
+	context.Context // the connection's: its values, and its end (stopParent)
+
+	// stopParent undoes the AfterFunc that cancels this context when the
+	// parent ends: a base context that can end (Server.BaseContext) ends
+	// its requests, as with net/http. Nil when the parent cannot end.
+	stopParent func() bool
 
 	mu     sync.Mutex
 	looked bool          // Done, Err or AfterFunc was called
@@ -33,7 +38,11 @@ type requestContext struct {
 type afterFunc struct{ f func() }
 
 func newRequestContext(parent context.Context) *requestContext {
-	return &requestContext{Context: parent}
+	c := &requestContext{Context: parent}
+	if parent.Done() != nil {
+		c.stopParent = context.AfterFunc(parent, c.cancel)
+	}
+	return c
 }
 
 func (c *requestContext) Done() <-chan struct{} {
@@ -99,6 +108,9 @@ func (c *requestContext) cancel() {
 	c.mu.Unlock()
 	for _, a := range afters {
 		go a.f()
+	}
+	if c.stopParent != nil {
+		c.stopParent()
 	}
 }
 

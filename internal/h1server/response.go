@@ -414,7 +414,7 @@ func (w *response) SetReadDeadline(t time.Time) error {
 	r := w.conn.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.headDeadline = 0
+	r.headDeadline, r.ownDeadline = 0, !t.IsZero()
 	return w.conn.rwc.SetReadDeadline(t)
 }
 func (w *response) SetWriteDeadline(t time.Time) error { return w.conn.rwc.SetWriteDeadline(t) }

@@ -20,10 +20,24 @@
 //     answers never pay for it, slow ones (an upstream building a file) are
 //     still cancelled when their client leaves;
 //   - header maps and buffers are reused from one request to the next on a
-//     connection, and so are the *http.Request and its context while nobody
-//     looks at the context (requestContext: one looked at is canceled when
-//     the handler returns, as net/http's, and the next request gets its own).
-//     A handler must not keep its *http.Request after it returns.
+//     connection, and so are the *http.Request, its URL, header map and
+//     context while nobody looks at the context (requestContext: one looked
+//     at is canceled when the handler returns, as net/http's, and the next
+//     request gets its own).
+//
+// The handler's contract is therefore stricter than net/http's in one
+// respect, and floodgate's handlers keep it: nothing may keep the
+// *http.Request, its URL or its header (a copy made by WithContext shares
+// them) once ServeHTTP has returned — the connection's next request,
+// perhaps another user's behind a load balancer, is read into them — and a
+// goroutine that outlives the handler must look at the request's context
+// before the handler returns if it is to see it done (Done, Err or
+// AfterFunc; taken and first looked at later, it is the next request's).
+// Clone what must outlive the handler (Request.Clone copies the URL and
+// header). The gateway, the forwarder and httputil.ReverseProxy finish
+// with the request before they return (the proxy's transport works on a
+// clone and its context is looked at), and the review tests of
+// internal/h1server hold the server's side: review6_test.go.
 //
 // TLS and HTTP/2 stay with net/http's server.
 package h1server
