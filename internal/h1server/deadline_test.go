@@ -22,6 +22,17 @@ const shortTimeout = 10 * time.Millisecond
 // before the disconnect watch starts (DisconnectCheck), which clears it.
 func pastShortTimeout() { time.Sleep(3 * shortTimeout) }
 
+// contextEnd waits for r's context to be done and returns its error, or an
+// error of its own at the safety deadline.
+func contextEnd(r *http.Request) error {
+	select {
+	case <-r.Context().Done():
+		return r.Context().Err()
+	case <-time.After(safetyDeadline):
+		return errors.New("context not canceled before the safety deadline")
+	}
+}
+
 func shortTimeoutServer(t *testing.T, h http.HandlerFunc) string {
 	return startServer(t, &Server{Handler: h, ReadHeaderTimeout: shortTimeout, IdleTimeout: shortTimeout})
 }
@@ -57,12 +68,7 @@ func TestHeadDeadlineSparesTheDisconnectWatch(t *testing.T) {
 	got := make(chan error, 1)
 	addr := shortTimeoutServer(t, func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
-		select {
-		case <-r.Context().Done():
-			got <- r.Context().Err()
-		case <-time.After(safetyDeadline):
-			got <- errors.New("context not canceled before the safety deadline")
-		}
+		got <- contextEnd(r)
 	})
 	c, _ := dialT(t, addr)
 	io.WriteString(c, get11)
