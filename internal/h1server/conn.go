@@ -197,9 +197,6 @@ func (c *conn) serveOne() bool {
 		c.writeError(code, msg)
 		return false
 	}
-	// The head's deadline no longer applies; it is cleared before the
-	// next read (connReader.startHandler).
-	c.r.startHandler()
 	return c.handle(req)
 }
 
@@ -609,13 +606,6 @@ func (cr *connReader) clearDeadlineLocked() {
 	cr.headDeadline, cr.ownDeadline = 0, false
 }
 
-// startHandler: the head is read, the handler is about to run.
-func (cr *connReader) startHandler() {
-	cr.mu.Lock()
-	cr.handling = true
-	cr.mu.Unlock()
-}
-
 // handlerReadLocked clears a head's deadline before a read for the handler
 // (its body, the disconnect watch).
 func (cr *connReader) handlerReadLocked() {
@@ -624,9 +614,12 @@ func (cr *connReader) handlerReadLocked() {
 	}
 }
 
+// startRequest: the head is read, the handler is about to run with ctx.
+// The head's deadline no longer applies: it stays set until something
+// reads for the handler, which clears it first (handlerReadLocked).
 func (cr *connReader) startRequest(ctx *requestContext) {
 	cr.mu.Lock()
-	cr.ctx = ctx
+	cr.ctx, cr.handling = ctx, true
 	cr.mu.Unlock()
 }
 
