@@ -78,7 +78,7 @@ type Gateway struct {
 	rlOnOK   bool            // RateLimit fields on forwarded responses
 	metrics  *telemetry.Metrics
 	hasher   *telemetry.KeyHasher
-	now      func() time.Time
+	clock    clock
 	access   *telemetry.AccessLog
 	file     *config.File
 	upstream []*proxy.Upstream
@@ -201,6 +201,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	if o.Shared == nil {
 		o.Shared = new(Shared)
 	}
+	g.clock = clock{now: o.Now}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -327,7 +328,6 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		Obs:      telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher),
 	}
 	g.access = o.AccessLog
-	g.now = o.Now
 	g.file = f
 	g.pool.New = func() any { return new(state) }
 	return g, nil
@@ -438,7 +438,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		v = g.engine.Evaluate(ctx, req)
 	}
 	if g.access != nil {
-		arrived := g.now()
+		arrived := g.clock.Now()
 		defer func() { g.logAccess(arrived, r, req, sw, v) }()
 	}
 	defer g.finish(st)
@@ -502,15 +502,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		defer cancel()
 		r = r.WithContext(ctx)
 	}
-	sw.start, sw.now = g.now(), g.now
+	sw.start, sw.clock, sw.timed = g.clock.Now(), g.clock, true
 	sw.keepHeader = st.req.ReadsResponseHeader()
 	route.Upstream.Handler.ServeHTTP(sw, r)
 	if sw.strip != nil {
 		stripTrailers(sw.ResponseWriter.Header(), sw.strip)
 	}
-	st.upstream, st.forwarded = g.now().Sub(sw.start), true
+	st.upstream, st.forwarded = g.clock.Since(sw.start), true
 	if sw.code != 0 && !sw.own {
-		rm.Upstream(sw.headerAt.Sub(sw.start))
+		rm.Upstream(sw.headerAfter)
 	}
 	rm.Request(sw.statusOr200())
 }
@@ -537,7 +537,7 @@ func (g *Gateway) identify(r *http.Request, req *rules.Request, rs *routeSetting
 func (g *Gateway) logAccess(arrived time.Time, r *http.Request, req *rules.Request, sw *statusWriter, v rules.Verdict) {
 	rec := telemetry.AccessRecord{
 		Time: arrived, Method: r.Method, Path: req.Path, Route: req.Route, Status: sw.statusOr200(),
-		Duration: g.now().Sub(arrived), UserAgent: r.Header.Get("User-Agent"), Bytes: sw.bytes,
+		Duration: g.clock.Since(arrived), UserAgent: r.Header.Get("User-Agent"), Bytes: sw.bytes,
 		WouldBlock: req.WouldBlock,
 	}
 	if req.ClientPrefix.IsValid() {
@@ -667,9 +667,31 @@ type statusWriter struct {
 	keepHeader bool
 	bytes      int64
 	route      *routeSettings
-	now        func() time.Time
-	start      time.Time
-	headerAt   time.Time
+	// When the request went to the upstream, and how long its response's
+	// header took, once timed is set.
+	timed       bool
+	clock       clock
+	start       time.Time
+	headerAfter time.Duration
+}
+
+// clock is the gateway's time: Options.Now when set (tests inject one),
+// else the system clock, whose durations then read the monotonic clock
+// alone (time.Since: one clock read where time.Now makes two).
+type clock struct{ now func() time.Time }
+
+func (c clock) Now() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
+}
+
+func (c clock) Since(t time.Time) time.Duration {
+	if c.now == nil {
+		return time.Since(t)
+	}
+	return c.now().Sub(t)
 }
 
 func (w *statusWriter) reset(rw http.ResponseWriter) {
@@ -689,8 +711,8 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	if w.code == 0 {
 		w.code = code
-		if w.now != nil {
-			w.headerAt = w.now()
+		if w.timed {
+			w.headerAfter = w.clock.Since(w.start)
 		}
 	}
 	if code == 499 && w.own {
@@ -722,8 +744,8 @@ func (w *statusWriter) WriteHeaderLines(code int, lines []byte, contentLength in
 		return false
 	}
 	w.code = code
-	if w.now != nil {
-		w.headerAt = w.now()
+	if w.timed {
+		w.headerAfter = w.clock.Since(w.start)
 	}
 	return true
 }
