@@ -88,3 +88,29 @@ func BenchmarkAnswerHead(b *testing.B) {
 		w.release()
 	}
 }
+
+// BenchmarkAnswerHeadLines: the same answer as floodgate's forwarder
+// gives it, the upstream's fields as lines (WriteHeaderLines) and
+// floodgate's RateLimit fields in the header map.
+func BenchmarkAnswerHeadLines(b *testing.B) {
+	c := &conn{srv: &Server{}, bw: bufio.NewWriterSize(io.Discard, 16<<10)}
+	c.w.conn = c
+	c.w.header = make(http.Header, 16)
+	w := &c.w
+	req := httptest.NewRequest("GET", "/api/v1/score-sets/urn:mavedb:00000001-a-1", nil)
+	body := []byte(`{"urn":"urn:mavedb:00000001-a-1","title":"benchmark","numVariants":1234}` + "\n")
+	lines := []byte("Server: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 17:20:00 GMT\r\nContent-Type: application/json\r\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		w.reset(req)
+		h := w.Header()
+		h["Ratelimit-Policy"] = []string{`"rate-limit-ip";q=1500000000;w=300`}
+		h["Ratelimit"] = []string{`"rate-limit-ip";r=1499999999;t=300`}
+		if !w.WriteHeaderLines(http.StatusOK, lines, int64(len(body))) {
+			b.Fatal("lines refused")
+		}
+		w.Write(body)
+		w.finish()
+		w.release()
+	}
+}

@@ -128,13 +128,15 @@ func (w *response) WriteHeader(code int) {
 	}
 	w.wroteHeader = true
 	w.status = code
-	if cl := w.header.Get("Content-Length"); cl != "" {
+	// The key is canonical already: Get would canonicalize it again.
+	if vv := w.header["Content-Length"]; len(vv) > 0 && vv[0] != "" {
+		cl := vv[0]
 		v, err := strconv.ParseInt(cl, 10, 64)
 		if err == nil && v >= 0 {
 			w.contentLength = v
 		} else {
 			w.conn.srv.logf("h1server: invalid Content-Length of %q", cl)
-			w.header.Del("Content-Length")
+			delete(w.header, "Content-Length")
 		}
 	}
 	w.fields, w.sent = w.appendHeaderFields(w.fields[:0], w.header, code)

@@ -56,7 +56,7 @@ var (
 		"request.path":       func(r *Request) string { return r.Path },
 		"request.host":       func(r *Request) string { return hostOnly(r.HTTP.Host) },
 		"request.scheme":     scheme,
-		"request.user_agent": func(r *Request) string { return r.HTTP.Header.Get("User-Agent") },
+		"request.user_agent": userAgent,
 		"route.name":         func(r *Request) string { return r.Route },
 		"route.group":        func(r *Request) string { return r.RouteGroup },
 		"client.ip":          clientIP,
@@ -69,6 +69,15 @@ var (
 		"session.valid":   func(r *Request) bool { return r.SessionValid },
 	}
 )
+
+// userAgent is Header.Get("User-Agent") without Get's canonicalizing of
+// a name that is canonical already.
+func userAgent(r *Request) string {
+	if v := r.HTTP.Header["User-Agent"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 
 func scheme(r *Request) string {
 	if r.HTTP.TLS != nil {
