@@ -86,7 +86,9 @@ func rawExchange(t testing.TB, c net.Conn, req, buf []byte) int {
 // the forwarder — to a budget (docs/benchmarks.md: 11 in session 4, 8 of
 // them the server's http.Request with its context, URL and header; 10
 // since the rules' conditions are evaluated without CEL's interpreter, 9
-// since the upstream's fields reach the server as lines, not a map).
+// since the upstream's fields reach the server as lines, not a map; 2
+// since the server reuses the request; 1 since floodgate's RateLimit
+// fields go as lines too: the one left is the head's string).
 // Client and upstream allocate nothing, so the count is the gateway's.
 func TestRequestPathAllocations(t *testing.T) {
 	if testing.CoverMode() != "" || raceEnabled {
@@ -124,7 +126,7 @@ func TestRequestPathAllocations(t *testing.T) {
 	}
 	allocs := testing.AllocsPerRun(2000, func() { rawExchange(t, c, req, buf) })
 	t.Logf("%.0f allocations a request", allocs)
-	if allocs > 2 {
-		t.Errorf("%.0f allocations a forwarded request, want at most 2", allocs)
+	if allocs > 1 {
+		t.Errorf("%.0f allocations a forwarded request, want at most 1", allocs)
 	}
 }

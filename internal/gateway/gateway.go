@@ -113,8 +113,6 @@ type state struct {
 	params proxy.Params
 	w      statusWriter
 	buf    []byte
-	// rateLimit backs the RateLimit field of a forwarded response.
-	rateLimit [1]string
 	// upstream is the time forwarding took; forwarded, that it was.
 	upstream  time.Duration
 	forwarded bool
@@ -485,16 +483,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	}
 	if g.rlOnOK && v.Closest != nil {
 		ra := g.ruleAns[v.Closest.Index]
-		st.buf = respond.AppendRateLimit(st.buf[:0], ra.PolicyName(v.ClosestDecision.Limit),
-			v.ClosestDecision.Remaining, v.ClosestDecision.ResetAfter)
-		h := w.Header()
-		h["Ratelimit-Policy"] = ra.PolicyFieldValues()
-		// The value lives in st, released when ServeHTTP returns: the
-		// server must have read it by then. Both engines do, at
-		// WriteHeader (net/http copies the header there, h1server renders
-		// it), which the forwarder calls before it returns.
-		st.rateLimit[0] = string(st.buf)
-		h["Ratelimit"] = st.rateLimit[:]
+		sw.setRateLimit(ra.PolicyName(v.ClosestDecision.Limit), v.ClosestDecision, ra.PolicyFieldValues())
 	}
 	if rs.total > 0 {
 		var cancel context.CancelFunc
@@ -556,7 +545,7 @@ const defaultCapacityRetry = 10 * time.Second
 func (g *Gateway) release(st *state) {
 	st.req.Reset()
 	st.w.reset(nil)
-	st.rateLimit[0], st.upstream, st.forwarded = "", 0, false
+	st.upstream, st.forwarded = 0, false
 	g.pool.Put(st)
 }
 
@@ -667,6 +656,8 @@ type statusWriter struct {
 	keepHeader bool
 	bytes      int64
 	route      *routeSettings
+	// rl: the RateLimit fields of a forwarded response, until written.
+	rl rateLimitFields
 	// When the request went to the upstream, and how long its response's
 	// header took, once timed is set.
 	timed       bool
@@ -694,9 +685,69 @@ func (c clock) Since(t time.Time) time.Duration {
 	return c.now().Sub(t)
 }
 
-func (w *statusWriter) reset(rw http.ResponseWriter) {
-	*w = statusWriter{ResponseWriter: rw}
+// rateLimitFields are the RateLimit and RateLimit-Policy fields floodgate
+// adds to a forwarded response. They live in the request's state until
+// the response's header is written, which the forwarder does before it
+// returns.
+type rateLimitFields struct {
+	buf    []byte   // reused from one request to the next
+	lines  []byte   // as field lines: "Ratelimit: …\r\nRatelimit-Policy: …\r\n"; nil: none
+	value  []byte   // RateLimit's value, within lines
+	policy []string // RateLimit-Policy's values
+	str    [1]string
 }
+
+// setRateLimit sets the RateLimit fields of the response, for the policy
+// named and the decision d. They are written with the response's header:
+// as field lines where the server takes them (WriteHeaderLines), else in
+// the header map (addRateLimit).
+func (w *statusWriter) setRateLimit(name string, d ratelimit.Decision, policy []string) {
+	b := append(w.rl.buf[:0], "Ratelimit: "...)
+	b = respond.AppendRateLimit(b, name, d.Remaining, d.ResetAfter)
+	value := len(b)
+	b = append(b, "\r\n"...)
+	for _, p := range policy {
+		b = append(b, "Ratelimit-Policy: "...)
+		b = append(b, p...)
+		b = append(b, "\r\n"...)
+	}
+	w.rl = rateLimitFields{buf: b, lines: b, value: b[len("Ratelimit: "):value], policy: policy}
+}
+
+// addRateLimit puts the RateLimit fields in the header map, ahead of any
+// the upstream sent, for a header written from the map.
+func (w *statusWriter) addRateLimit() {
+	rl := &w.rl
+	if rl.lines == nil {
+		return
+	}
+	rl.lines = nil
+	h := w.ResponseWriter.Header()
+	rl.str[0] = string(rl.value)
+	h["Ratelimit"] = prepend(rl.str[:], h["Ratelimit"])
+	h["Ratelimit-Policy"] = prepend(rl.policy, h["Ratelimit-Policy"])
+}
+
+// prepend returns ours followed by theirs, ours itself when theirs is
+// empty.
+func prepend(ours, theirs []string) []string {
+	if len(theirs) == 0 {
+		return ours
+	}
+	return append(append(make([]string, 0, len(ours)+len(theirs)), ours...), theirs...)
+}
+
+func (w *statusWriter) reset(rw http.ResponseWriter) {
+	buf := w.rl.buf[:0]
+	if cap(buf) > maxKeptLines {
+		buf = nil
+	}
+	*w = statusWriter{ResponseWriter: rw}
+	w.rl.buf = buf
+}
+
+// maxKeptLines bounds the buffer a request's state keeps for the next.
+const maxKeptLines = 4 << 10
 
 func (w *statusWriter) WriteHeader(code int) {
 	if code >= 100 && code < 200 && code != http.StatusSwitchingProtocols {
@@ -706,6 +757,7 @@ func (w *statusWriter) WriteHeader(code int) {
 		if w.strip != nil {
 			w.strip(w.ResponseWriter.Header())
 		}
+		w.addRateLimit()
 		w.ResponseWriter.WriteHeader(code)
 		return
 	}
@@ -718,6 +770,7 @@ func (w *statusWriter) WriteHeader(code int) {
 	if code == 499 && w.own {
 		return // floodgate's mark for "the client went away": nothing to send
 	}
+	w.addRateLimit()
 	if w.strip != nil {
 		h := w.ResponseWriter.Header()
 		w.strip(h)
@@ -740,9 +793,16 @@ func (w *statusWriter) WriteHeaderLines(code int, lines []byte, contentLength in
 	if !ok || w.strip != nil || w.keepHeader || w.code != 0 || code < 200 {
 		return false
 	}
+	if w.rl.lines != nil {
+		// Ahead of the upstream's, as the map would have them (the
+		// buffer is the request's own: lines are appended to it).
+		w.rl.buf = append(w.rl.lines, lines...)
+		lines = w.rl.buf
+	}
 	if !lw.WriteHeaderLines(code, lines, contentLength) {
 		return false
 	}
+	w.rl.lines = nil
 	w.code = code
 	if w.timed {
 		w.headerAfter = w.clock.Since(w.start)
@@ -773,6 +833,11 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // Flush forwards streaming flushes (httputil.ReverseProxy flushes through
 // http.ResponseController, which uses Unwrap; this covers direct callers).
 func (w *statusWriter) Flush() {
+	if w.code == 0 {
+		// A flush commits the header: it goes out as WriteHeader writes
+		// it (session cookie strip, RateLimit fields).
+		w.WriteHeader(http.StatusOK)
+	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -90,27 +90,48 @@ func BenchmarkAnswerHead(b *testing.B) {
 }
 
 // BenchmarkAnswerHeadLines: the same answer as floodgate's forwarder
-// gives it, the upstream's fields as lines (WriteHeaderLines) and
-// floodgate's RateLimit fields in the header map.
+// gives it, the upstream's fields as lines (WriteHeaderLines), with
+// floodgate's RateLimit fields in the header map (ratelimit=map, before
+// 2026-11-30) or as lines ahead of the upstream's (ratelimit=lines).
 func BenchmarkAnswerHeadLines(b *testing.B) {
-	c := &conn{srv: &Server{}, bw: bufio.NewWriterSize(io.Discard, 16<<10)}
-	c.w.conn = c
-	c.w.header = make(http.Header, 16)
-	w := &c.w
-	req := httptest.NewRequest("GET", "/api/v1/score-sets/urn:mavedb:00000001-a-1", nil)
+	const (
+		rl     = `"rate-limit-ip";r=1499999999;t=300`
+		policy = `"rate-limit-ip";q=1500000000;w=300`
+	)
+	up := "Server: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 17:20:00 GMT\r\nContent-Type: application/json\r\n"
 	body := []byte(`{"urn":"urn:mavedb:00000001-a-1","title":"benchmark","numVariants":1234}` + "\n")
-	lines := []byte("Server: nginx/1.22.1\r\nDate: Mon, 30 Nov 2026 17:20:00 GMT\r\nContent-Type: application/json\r\n")
-	b.ReportAllocs()
-	for b.Loop() {
-		w.reset(req)
-		h := w.Header()
-		h["Ratelimit-Policy"] = []string{`"rate-limit-ip";q=1500000000;w=300`}
-		h["Ratelimit"] = []string{`"rate-limit-ip";r=1499999999;t=300`}
-		if !w.WriteHeaderLines(http.StatusOK, lines, int64(len(body))) {
-			b.Fatal("lines refused")
+	for _, inMap := range []bool{true, false} {
+		name := "ratelimit=lines"
+		if inMap {
+			name = "ratelimit=map"
 		}
-		w.Write(body)
-		w.finish()
-		w.release()
+		b.Run(name, func(b *testing.B) {
+			c := &conn{srv: &Server{}, bw: bufio.NewWriterSize(io.Discard, 16<<10)}
+			c.w.conn = c
+			c.w.header = make(http.Header, 16)
+			w := &c.w
+			req := httptest.NewRequest("GET", "/api/v1/score-sets/urn:mavedb:00000001-a-1", nil)
+			rlv, pv := []string{rl}, []string{policy}
+			lines := make([]byte, 0, 512)
+			b.ReportAllocs()
+			for b.Loop() {
+				w.reset(req)
+				lines = lines[:0]
+				if inMap {
+					h := w.Header()
+					h["Ratelimit-Policy"] = pv
+					h["Ratelimit"] = rlv
+				} else {
+					lines = append(lines, "Ratelimit: "+rl+"\r\nRatelimit-Policy: "+policy+"\r\n"...)
+				}
+				lines = append(lines, up...)
+				if !w.WriteHeaderLines(http.StatusOK, lines, int64(len(body))) {
+					b.Fatal("lines refused")
+				}
+				w.Write(body)
+				w.finish()
+				w.release()
+			}
+		})
 	}
 }
