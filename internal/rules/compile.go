@@ -144,9 +144,10 @@ func Compile(f *config.File) (*Set, config.Problems) {
 	}
 	var problems config.Problems
 	set := &Set{}
+	ms := make(matchSlots)
 	for i, rc := range f.Config.Rules {
 		if rc.LimitsFrom != config.LimitsFromPlan {
-			r, ps := compileRule(f, env, respEnv, i, rc)
+			r, ps := compileRule(f, env, respEnv, ms, i, rc)
 			problems = append(problems, ps...)
 			r.Index = len(set.Rules)
 			set.Rules = append(set.Rules, r)
@@ -166,7 +167,7 @@ func Compile(f *config.File) (*Set, config.Problems) {
 			}
 			prc := rc
 			prc.Name, prc.Limits, prc.LimitsFrom = rc.Name+"."+name, plans[name], ""
-			r, ps := compileRule(f, env, respEnv, i, prc)
+			r, ps := compileRule(f, env, respEnv, ms, i, prc)
 			if j == 0 {
 				problems = append(problems, ps...) // the same problems for every plan
 			}
@@ -204,7 +205,7 @@ func shareConditions(rules []*Rule) {
 
 // compileRule compiles rule i of f, rc (which may differ from
 // f.Config.Rules[i] for a plan's rule).
-func compileRule(f *config.File, env, respEnv *cel.Env, i int, rc config.Rule) (*Rule, config.Problems) {
+func compileRule(f *config.File, env, respEnv *cel.Env, ms matchSlots, i int, rc config.Rule) (*Rule, config.Problems) {
 	var problems config.Problems
 	path := "rules[" + strconv.Itoa(i) + "]"
 	r := &Rule{ConfigIndex: i, Name: rc.Name, Message: rc.Message}
@@ -219,7 +220,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, i int, rc config.Rule) (
 		r.Action = Block
 	}
 	if w := strings.TrimSpace(rc.When); w != "" && w != "true" {
-		c, err := newCondition(env, w)
+		c, err := newCondition(env, w, ms)
 		if err != nil {
 			problems = append(problems, f.Problem(path+".when", err.Error()))
 		}
@@ -321,7 +322,7 @@ func CompileCondition(src string) (Condition, error) {
 	if err != nil {
 		return Condition{}, err
 	}
-	c, err := newCondition(env, src)
+	c, err := newCondition(env, src, nil)
 	return Condition{c}, err
 }
 

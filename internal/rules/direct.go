@@ -38,13 +38,38 @@ func (c *condition) eval(req *Request) (bool, error) {
 	return ok && b, nil
 }
 
-// newCondition compiles src, a boolean expression in env.
-func newCondition(env *cel.Env, src string) (*condition, error) {
+// newCondition compiles src, a boolean expression in env. ms, when not
+// nil, is shared by the conditions of one rule set (see matchSlots).
+func newCondition(env *cel.Env, src string, ms matchSlots) (*condition, error) {
 	ast, prg, err := checkExpr(env, src, cel.BoolType)
 	if err != nil {
 		return nil, err
 	}
-	return &condition{prg: prg, direct: directCondition(ast)}, nil
+	return &condition{prg: prg, direct: directCondition(ast, ms)}, nil
+}
+
+// matchSlots numbers the distinct matches() of a rule set's conditions,
+// a variable and a pattern each: a match that several conditions make
+// (MaveDB's CSV path pattern guards two rules with different conditions)
+// runs once a request, its result kept in the Request's bits (slots
+// 0–63; any further ones run every time). Evaluate and Explain forget
+// the results when they start.
+type matchSlots map[string]int
+
+// slot returns the slot of variable v matched against pattern, or -1.
+func (ms matchSlots) slot(v, pattern string) int {
+	if ms == nil {
+		return -1
+	}
+	k := v + "\x00" + pattern
+	if n, ok := ms[k]; ok {
+		return n
+	}
+	if len(ms) == 64 {
+		return -1
+	}
+	ms[k] = len(ms)
+	return ms[k]
 }
 
 // The request model's string and boolean variables as Go functions: the
@@ -107,18 +132,19 @@ func clientIP(r *Request) string {
 //	s in ['lit', ...]
 //
 // where s is a string variable of the request model and b a boolean one.
-func directCondition(a *cel.Ast) func(*Request) bool {
+func directCondition(a *cel.Ast, ms matchSlots) func(*Request) bool {
 	if a == nil || !a.IsChecked() {
 		return nil
 	}
 	nat := a.NativeRep()
-	d := directCompiler{refs: nat.ReferenceMap()}
+	d := directCompiler{refs: nat.ReferenceMap(), slots: ms}
 	f, _ := d.boolean(nat.Expr())
 	return f
 }
 
 type directCompiler struct {
-	refs map[int64]*celast.ReferenceInfo
+	refs  map[int64]*celast.ReferenceInfo
+	slots matchSlots
 }
 
 // variable returns the name of the request-model variable e reads, or "".
@@ -278,7 +304,24 @@ func (d *directCompiler) method(name string, target celast.Expr, args []celast.E
 		if err != nil {
 			return nil, false // the interpreter reports it
 		}
-		return func(r *Request) bool { return m.MatchString(s(r)) }, true
+		slot := d.slots.slot(d.variable(target), lit)
+		if slot < 0 {
+			return func(r *Request) bool { return m.MatchString(s(r)) }, true
+		}
+		bit := uint64(1) << slot
+		return func(r *Request) bool {
+			if r.matchKnown&bit != 0 {
+				return r.matchHolds&bit != 0
+			}
+			b := m.MatchString(s(r))
+			r.matchKnown |= bit
+			if b {
+				r.matchHolds |= bit
+			} else {
+				r.matchHolds &^= bit // a result from before matchKnown was cleared
+			}
+			return b
+		}, true
 	}
 	return nil, false
 }

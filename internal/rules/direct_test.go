@@ -111,7 +111,7 @@ func TestDirectConditions(t *testing.T) {
 	}
 	reqs := directRequests()
 	for _, tc := range directCases {
-		c, err := newCondition(env, tc.src)
+		c, err := newCondition(env, tc.src, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.src, err)
 		}
@@ -152,7 +152,7 @@ func TestDirectCorpusSeparates(t *testing.T) {
 			tc.src == "request.host == request.host" {
 			continue
 		}
-		c, err := newCondition(env, tc.src)
+		c, err := newCondition(env, tc.src, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -188,7 +188,7 @@ func TestExampleConditionsAreDirect(t *testing.T) {
 			if w := strings.TrimSpace(src); w == "" || w == "true" {
 				continue
 			}
-			c, err := newCondition(env, src)
+			c, err := newCondition(env, src, nil)
 			if err != nil {
 				t.Fatalf("%s: %s: %v", file, src, err)
 			}
@@ -217,7 +217,7 @@ func FuzzDirectCondition(f *testing.F) {
 	f.Fuzz(func(t *testing.T, prog []byte, method, path, ua, group, ip string) {
 		g := &gen{b: prog}
 		src := g.expr(0)
-		c, err := newCondition(env, src)
+		c, err := newCondition(env, src, nil)
 		if err != nil {
 			return // e.g. a literal the generator quoted into something CEL refuses
 		}
@@ -318,7 +318,7 @@ func TestDirectGenerator(t *testing.T) {
 		for b := 0; b < 256; b += 5 {
 			g := &gen{b: []byte{byte(a), byte(b), byte(a ^ b), byte(a + b), byte(a * 7), byte(b * 3), byte(a + 1), byte(b + 2)}}
 			src := g.expr(0)
-			c, err := newCondition(env, src)
+			c, err := newCondition(env, src, nil)
 			if err != nil {
 				t.Fatalf("%s: %v", src, err)
 			}
@@ -419,5 +419,50 @@ func TestDocsListEveryVariable(t *testing.T) {
 	}
 	for name := range rows {
 		t.Errorf("docs/rules.md lists %s, which the request model does not have", name)
+	}
+}
+
+// TestSharedMatches: conditions compiled with one set of match slots give,
+// on every request, what each gives alone under CEL's interpreter, the
+// shared matches() running once a request, and a request changed between
+// evaluations (matchKnown cleared, as Evaluate does) is not answered from
+// the results of before.
+func TestSharedMatches(t *testing.T) {
+	env, err := NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := make(matchSlots)
+	var conds []*condition
+	for _, tc := range directCases {
+		if !strings.Contains(tc.src, "matches") || !tc.direct {
+			continue
+		}
+		for _, src := range []string{tc.src, "!(" + tc.src + ")", "request.method != 'OPTIONS' && " + tc.src} {
+			c, err := newCondition(env, src, ms)
+			if err != nil {
+				t.Fatalf("%s: %v", src, err)
+			}
+			conds = append(conds, c)
+		}
+	}
+	if len(conds) < 6 || len(ms) == 0 || len(ms) >= len(conds) {
+		t.Fatalf("%d conditions, %d slots: the cases share no match", len(conds), len(ms))
+	}
+	reqs := directRequests()
+	for i, req := range reqs {
+		for pass := range 2 {
+			if pass == 1 {
+				// Another request's path and agent in the same Request.
+				o := reqs[(i+1)%len(reqs)]
+				req.Path, req.HTTP.Header = o.Path, o.HTTP.Header
+			}
+			req.matchKnown = 0
+			for k, c := range conds {
+				if want := interpreted(t, c, req); c.direct(req) != want {
+					t.Errorf("request %d pass %d: condition %d on %q: direct %v, interpreter %v", i, pass, k, req.Path, !want, want)
+				}
+			}
+		}
 	}
 }

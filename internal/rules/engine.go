@@ -98,6 +98,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 	// Conditions shared by several rules, evaluated once: bit i of known
 	// says slot i has been, bit i of holds gives the result.
 	var known, holds uint64
+	req.matchKnown = 0 // the request may have changed since an earlier evaluation
 	for _, r := range e.Set.Rules {
 		if !r.applies(req) {
 			continue

@@ -386,3 +386,26 @@ rules:
 		t.Errorf("problem\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestEvaluateForgetsSharedMatches: MaveDB's CSV path pattern is matched
+// once a request for the two rules it guards; a Request evaluated again
+// after its path changed (no Reset) is judged on the new path.
+func TestEvaluateForgetsSharedMatches(t *testing.T) {
+	e := exampleEngine(t, "../../examples/mavedb.yaml")
+	req := exampleRequest("mavedb")
+	req.HTTP.Header.Set("User-Agent", "Mozilla/5.0 (compatible; GPTBot/1.0)")
+	for i, c := range []struct {
+		path string
+		deny bool
+	}{
+		{"/api/v1/score-sets/urn:mavedb:00000053-a-1/scores", true},
+		{"/api/v1/score-sets/urn:mavedb:00000053-a-1", false},
+		{"/api/v1/score-sets/urn:mavedb:00000053-a-1/counts/", true},
+	} {
+		req.Path = c.path
+		v := e.Evaluate(context.Background(), req)
+		if got := v.Rule != nil && v.Rule.Action == rules.Deny; got != c.deny {
+			t.Errorf("evaluation %d, %s: denied %v, want %v", i, c.path, got, c.deny)
+		}
+	}
+}

@@ -32,6 +32,7 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 	logOnly := e.LogOnly != nil && e.LogOnly.Load()
 	steps := make([]Step, len(e.Set.Rules))
 	stopped := false
+	req.matchKnown = 0
 	for i, r := range e.Set.Rules {
 		st := &steps[i]
 		st.Rule = r

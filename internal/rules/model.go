@@ -39,14 +39,17 @@ type Request struct {
 	// APIClientPlan is that client's plan, or "".
 	APIClientPlan string
 
-	headers  map[string]string
-	query    map[string]string
-	pathVal  ref.Val // Path as a CEL value (pathValue)
-	pathFor  string  // the Path pathVal was made of
-	keyBuf   []byte
-	banBuf   []byte
-	held     []heldSlot
-	deferred []deferredCharge
+	headers map[string]string
+	query   map[string]string
+	pathVal ref.Val // Path as a CEL value (pathValue)
+	pathFor string  // the Path pathVal was made of
+	// matchKnown and matchHolds: the results of the rule set's shared
+	// matches() (matchSlots), bit i for slot i.
+	matchKnown, matchHolds uint64
+	keyBuf                 []byte
+	banBuf                 []byte
+	held                   []heldSlot
+	deferred               []deferredCharge
 	// WouldBlock lists the rules that would have refused the request
 	// without answering it (count rules over their limit, block and deny
 	// rules in log-only mode), for the access log.

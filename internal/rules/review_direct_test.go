@@ -55,7 +55,7 @@ func TestReviewMatchesReplacementChar(t *testing.T) {
 		{`matches(request.user_agent, '(?i)bot\uFFFD')`, "/", "BOT\xfe"}, // holds: a folded non-ASCII word gets no prefilter
 		{`request.method == 'GET' && request.path.matches('/(a|\uFFFD)\uFFFD')`, "/a\xff", ""},
 	} {
-		c, err := newCondition(env, tc.src)
+		c, err := newCondition(env, tc.src, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.src, err)
 		}
@@ -95,7 +95,7 @@ func FuzzReviewDirectVsCEL(f *testing.F) {
 		if _, err := regexp.Compile(pattern); err == nil && utf8.ValidString(pattern) {
 			src = "(" + src + ") != " + g.pick(genStrings) + ".matches(" + strconv.Quote(pattern) + ")"
 		}
-		c, err := newCondition(env, src)
+		c, err := newCondition(env, src, nil)
 		if err != nil || c.direct == nil {
 			return
 		}
