@@ -4,10 +4,12 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"path"
@@ -694,7 +696,6 @@ type rateLimitFields struct {
 	lines  []byte   // as field lines: "Ratelimit: …\r\nRatelimit-Policy: …\r\n"; nil: none
 	value  []byte   // RateLimit's value, within lines
 	policy []string // RateLimit-Policy's values
-	str    [1]string
 }
 
 // setRateLimit sets the RateLimit fields of the response, for the policy
@@ -723,8 +724,9 @@ func (w *statusWriter) addRateLimit() {
 	}
 	rl.lines = nil
 	h := w.ResponseWriter.Header()
-	rl.str[0] = string(rl.value)
-	h["Ratelimit"] = prepend(rl.str[:], h["Ratelimit"])
+	// A slice of its own, not the pooled state's: the server reads the map
+	// again after the handler returned (declared trailers).
+	h["Ratelimit"] = prepend([]string{string(rl.value)}, h["Ratelimit"])
 	h["Ratelimit-Policy"] = prepend(rl.policy, h["Ratelimit-Policy"])
 }
 
@@ -757,7 +759,9 @@ func (w *statusWriter) WriteHeader(code int) {
 		if w.strip != nil {
 			w.strip(w.ResponseWriter.Header())
 		}
-		w.addRateLimit()
+		// floodgate's RateLimit fields stay pending for the final answer:
+		// what the forwarder (or ReverseProxy) does to the map around a
+		// 1xx cannot take them off it.
 		w.ResponseWriter.WriteHeader(code)
 		return
 	}
@@ -824,6 +828,14 @@ func (w *statusWriter) statusOr200() int {
 		return http.StatusOK
 	}
 	return w.code
+}
+
+// Hijack hands the connection over (ReverseProxy's protocol upgrades, through
+// http.ResponseController): the RateLimit fields go in the header map
+// first, as the 101 is then written from it without WriteHeader.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.addRateLimit()
+	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
 // Unwrap lets http.ResponseController reach the underlying writer

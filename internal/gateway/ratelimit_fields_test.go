@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,20 +58,7 @@ func TestRateLimitFieldsOnFlush(t *testing.T) {
 	}
 }
 
-// TestRateLimitFieldsOnceAfterEarlyHints: an informational answer takes
-// the fields (as it takes the header as it stands), and the final answer
-// has them once.
-func TestRateLimitFieldsOnceAfterEarlyHints(t *testing.T) {
-	w, rec := rlWriter()
-	w.WriteHeader(http.StatusEarlyHints)
-	w.WriteHeader(http.StatusOK)
-	if got := rec.Result().Header.Values("Ratelimit"); !slices.Equal(got, []string{ourRateLimit}) {
-		t.Errorf("RateLimit %q, want once %q", got, ourRateLimit)
-	}
-	if got := rec.Result().Header.Values("Ratelimit-Policy"); !slices.Equal(got, []string{ourPolicy}) {
-		t.Errorf("RateLimit-Policy %q, want once %q", got, ourPolicy)
-	}
-}
+// The fields through a 103 Early Hints, on both paths: review7_test.go.
 
 // TestRateLimitFieldsAsLines: to a server that takes field lines, the
 // fields go ahead of the upstream's lines, and the request's buffer is
@@ -116,4 +104,43 @@ func (r *linesRecorder) WriteHeaderLines(code int, lines []byte, _ int64) bool {
 	r.lines = string(lines)
 	r.WriteHeader(code)
 	return true
+}
+
+// TestRateLimitFieldsAfterEarlyHintsWithTheirs (review): the forwarder's
+// sequence for an upstream 103 that carries RateLimit fields — its fields
+// into the map, WriteHeader(103), its fields deleted again — leaves
+// floodgate's on the final answer.
+func TestRateLimitFieldsAfterEarlyHintsWithTheirs(t *testing.T) {
+	lw := &linesRecorder{ResponseRecorder: httptest.NewRecorder()}
+	w := new(statusWriter)
+	w.reset(lw)
+	w.setRateLimit("rate-limit-ip", ratelimit.Decision{Remaining: 7, ResetAfter: 90 * time.Second},
+		[]string{ourPolicy})
+	h := w.Header()
+	h["Ratelimit"] = []string{`"up";r=1;t=1`}
+	w.WriteHeader(http.StatusEarlyHints)
+	delete(h, "Ratelimit")
+	if !w.WriteHeaderLines(http.StatusOK, []byte("Server: up\r\n"), 2) {
+		t.Fatal("lines refused")
+	}
+	if want := "Ratelimit: " + ourRateLimit + "\r\n"; !strings.HasPrefix(lw.lines, want) {
+		t.Errorf("final lines %q, want them to start with %q", lw.lines, want)
+	}
+}
+
+// TestRateLimitValueNotInPooledState (review): on the header-map path the
+// value the server's map holds is its own, not the pooled state's, which
+// the next request rewrites while the server may still read the map
+// (declared trailers are read after the handler returns).
+func TestRateLimitValueNotInPooledState(t *testing.T) {
+	w, rec := rlWriter()
+	w.WriteHeader(http.StatusOK)
+	held := rec.Header()["Ratelimit"]
+	w.reset(nil)
+	w.reset(httptest.NewRecorder())
+	w.setRateLimit("other-client", ratelimit.Decision{Remaining: 1, ResetAfter: time.Second}, nil)
+	w.WriteHeader(http.StatusOK)
+	if held[0] != ourRateLimit {
+		t.Errorf("the first answer's map now reads %q, want %q", held[0], ourRateLimit)
+	}
 }

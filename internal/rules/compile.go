@@ -144,7 +144,7 @@ func Compile(f *config.File) (*Set, config.Problems) {
 	}
 	var problems config.Problems
 	set := &Set{}
-	ms := make(matchSlots)
+	ms := newMatchSlots()
 	for i, rc := range f.Config.Rules {
 		if rc.LimitsFrom != config.LimitsFromPlan {
 			r, ps := compileRule(f, env, respEnv, ms, i, rc)
@@ -180,6 +180,12 @@ func Compile(f *config.File) (*Set, config.Problems) {
 	return set, problems
 }
 
+// ShareConditions numbers again the conditions s's rules share (each is
+// evaluated once a request, see shareConditions): for a Set assembled from
+// the rules of several compiled ones, whose numbers would otherwise
+// collide.
+func (s *Set) ShareConditions() { shareConditions(s.Rules) }
+
 // shareConditions gives rules with the same condition (MaveDB's three
 // CSV rules, the rules of a plan) one slot, so that it is evaluated once a
 // request however many rules it guards. 64 slots: a set with more
@@ -205,7 +211,7 @@ func shareConditions(rules []*Rule) {
 
 // compileRule compiles rule i of f, rc (which may differ from
 // f.Config.Rules[i] for a plan's rule).
-func compileRule(f *config.File, env, respEnv *cel.Env, ms matchSlots, i int, rc config.Rule) (*Rule, config.Problems) {
+func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, rc config.Rule) (*Rule, config.Problems) {
 	var problems config.Problems
 	path := "rules[" + strconv.Itoa(i) + "]"
 	r := &Rule{ConfigIndex: i, Name: rc.Name, Message: rc.Message}

@@ -40,7 +40,7 @@ func (c *condition) eval(req *Request) (bool, error) {
 
 // newCondition compiles src, a boolean expression in env. ms, when not
 // nil, is shared by the conditions of one rule set (see matchSlots).
-func newCondition(env *cel.Env, src string, ms matchSlots) (*condition, error) {
+func newCondition(env *cel.Env, src string, ms *matchSlots) (*condition, error) {
 	ast, prg, err := checkExpr(env, src, cel.BoolType)
 	if err != nil {
 		return nil, err
@@ -48,28 +48,31 @@ func newCondition(env *cel.Env, src string, ms matchSlots) (*condition, error) {
 	return &condition{prg: prg, direct: directCondition(ast, ms)}, nil
 }
 
-// matchSlots numbers the distinct matches() of a rule set's conditions,
-// a variable and a pattern each: a match that several conditions make
-// (MaveDB's CSV path pattern guards two rules with different conditions)
-// runs once a request, its result kept in the Request's bits (slots
-// 0–63; any further ones run every time). Evaluate and Explain forget
-// the results when they start.
-type matchSlots map[string]int
+// matchSlots numbers the distinct matches() of a rule set's direct
+// conditions, a variable and a pattern each: a match that several
+// conditions make (MaveDB's CSV path pattern guards two rules with
+// different conditions) runs once a request, its result kept in the
+// Request's bits (slots 0–63; any further ones run every time). Evaluate
+// and Explain forget the results when they start, and a Request meeting
+// another set's slots (sets compiled apart, then joined) forgets them too.
+type matchSlots struct{ ids map[string]int }
+
+func newMatchSlots() *matchSlots { return &matchSlots{ids: map[string]int{}} }
 
 // slot returns the slot of variable v matched against pattern, or -1.
-func (ms matchSlots) slot(v, pattern string) int {
+func (ms *matchSlots) slot(v, pattern string) int {
 	if ms == nil {
 		return -1
 	}
 	k := v + "\x00" + pattern
-	if n, ok := ms[k]; ok {
+	if n, ok := ms.ids[k]; ok {
 		return n
 	}
-	if len(ms) == 64 {
+	if len(ms.ids) == 64 {
 		return -1
 	}
-	ms[k] = len(ms)
-	return ms[k]
+	ms.ids[k] = len(ms.ids)
+	return ms.ids[k]
 }
 
 // The request model's string and boolean variables as Go functions: the
@@ -132,19 +135,26 @@ func clientIP(r *Request) string {
 //	s in ['lit', ...]
 //
 // where s is a string variable of the request model and b a boolean one.
-func directCondition(a *cel.Ast, ms matchSlots) func(*Request) bool {
+func directCondition(a *cel.Ast, ms *matchSlots) func(*Request) bool {
 	if a == nil || !a.IsChecked() {
 		return nil
 	}
 	nat := a.NativeRep()
-	d := directCompiler{refs: nat.ReferenceMap(), slots: ms}
+	d := directCompiler{refs: nat.ReferenceMap()}
 	f, _ := d.boolean(nat.Expr())
+	if f == nil || ms == nil {
+		return f
+	}
+	// Direct: compiled again with the set's match slots (a condition left
+	// to the interpreter takes none of the 64).
+	d.slots = ms
+	f, _ = d.boolean(nat.Expr())
 	return f
 }
 
 type directCompiler struct {
 	refs  map[int64]*celast.ReferenceInfo
-	slots matchSlots
+	slots *matchSlots
 }
 
 // variable returns the name of the request-model variable e reads, or "".
@@ -308,8 +318,11 @@ func (d *directCompiler) method(name string, target celast.Expr, args []celast.E
 		if slot < 0 {
 			return func(r *Request) bool { return m.MatchString(s(r)) }, true
 		}
-		bit := uint64(1) << slot
+		bit, tab := uint64(1)<<slot, d.slots
 		return func(r *Request) bool {
+			if r.matchTab != tab {
+				r.matchTab, r.matchKnown = tab, 0 // another set's slots
+			}
 			if r.matchKnown&bit != 0 {
 				return r.matchHolds&bit != 0
 			}

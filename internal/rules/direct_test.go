@@ -432,7 +432,7 @@ func TestSharedMatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := make(matchSlots)
+	ms := newMatchSlots()
 	var conds []*condition
 	for _, tc := range directCases {
 		if !strings.Contains(tc.src, "matches") || !tc.direct {
@@ -446,8 +446,8 @@ func TestSharedMatches(t *testing.T) {
 			conds = append(conds, c)
 		}
 	}
-	if len(conds) < 6 || len(ms) == 0 || len(ms) >= len(conds) {
-		t.Fatalf("%d conditions, %d slots: the cases share no match", len(conds), len(ms))
+	if len(conds) < 6 || len(ms.ids) == 0 || len(ms.ids) >= len(conds) {
+		t.Fatalf("%d conditions, %d slots: the cases share no match", len(conds), len(ms.ids))
 	}
 	reqs := directRequests()
 	for i, req := range reqs {
@@ -464,5 +464,49 @@ func TestSharedMatches(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestSlotsOnlyForDirectConditions (review): a condition left to CEL's
+// interpreter takes none of the set's 64 match slots.
+func TestSlotsOnlyForDirectConditions(t *testing.T) {
+	env, err := NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := newMatchSlots()
+	c, err := newCondition(env, `request.path.matches('^/a') && request.headers['x'] == 'y'`, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.direct != nil || len(ms.ids) != 0 {
+		t.Errorf("direct %v, slots %v: want an interpreted condition holding no slot", c.direct != nil, ms.ids)
+	}
+	if c, err = newCondition(env, `request.path.matches('^/a') && request.method == 'GET'`, ms); err != nil || c.direct == nil || len(ms.ids) != 1 {
+		t.Errorf("direct %v, slots %v, err %v: want a direct condition holding one slot", c != nil && c.direct != nil, ms.ids, err)
+	}
+}
+
+// TestSlotsOfAnotherSet: conditions of two sets compiled apart number
+// their matches from 0 both; one Request evaluated against both never
+// takes one set's result for the other's.
+func TestSlotsOfAnotherSet(t *testing.T) {
+	env, err := NewEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := newCondition(env, `request.path.matches('^/a')`, newMatchSlots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newCondition(env, `request.path.matches('^/b')`, newMatchSlots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := directRequests()[0]
+	req.Path = "/a/x"
+	req.matchKnown = 0
+	if !a.direct(req) || b.direct(req) || !a.direct(req) {
+		t.Error("a set's match result was taken for another set's")
 	}
 }

@@ -409,3 +409,22 @@ func TestEvaluateForgetsSharedMatches(t *testing.T) {
 		}
 	}
 }
+
+// TestJoinedSetsShareConditionsApart (review): two sets compiled apart
+// number their shared conditions from 0 both; joined (as replay joins
+// its --limit rules and the file's), ShareConditions numbers them again,
+// so one set's condition result is never taken for the other's.
+func TestJoinedSetsShareConditionsApart(t *testing.T) {
+	a := compile(t, "  - {name: on-a, when: \"request.path.startsWith('/a')\", action: deny}\n")
+	b := compile(t, "  - {name: on-b, when: \"request.path.startsWith('/b')\", action: deny}\n")
+	joined := &rules.Set{Rules: append(append([]*rules.Rule{}, a.Rules...), b.Rules...)}
+	joined.ShareConditions()
+	e := &rules.Engine{Set: joined, Store: memory.New(memory.Options{})}
+	for path, want := range map[string]string{"/a/1": "on-a", "/b/1": "on-b", "/c": "forward"} {
+		r := httptest.NewRequest("GET", path, nil)
+		v := e.Evaluate(context.Background(), &rules.Request{HTTP: r, Path: path, Route: "api"})
+		if name(v) != want {
+			t.Errorf("%s: %s, want %s", path, name(v), want)
+		}
+	}
+}

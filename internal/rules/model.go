@@ -43,8 +43,9 @@ type Request struct {
 	query   map[string]string
 	pathVal ref.Val // Path as a CEL value (pathValue)
 	pathFor string  // the Path pathVal was made of
-	// matchKnown and matchHolds: the results of the rule set's shared
-	// matches() (matchSlots), bit i for slot i.
+	// matchKnown and matchHolds: the results of the shared matches() of
+	// the slots matchTab numbers (matchSlots), bit i for slot i.
+	matchTab               *matchSlots
 	matchKnown, matchHolds uint64
 	keyBuf                 []byte
 	banBuf                 []byte

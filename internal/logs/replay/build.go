@@ -75,6 +75,7 @@ func Merge(sets ...*rules.Set) (*rules.Set, error) {
 			out.Rules = append(out.Rules, r)
 		}
 	}
+	out.ShareConditions() // the sets numbered theirs apart
 	return out, nil
 }
 
