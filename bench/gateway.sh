@@ -40,6 +40,8 @@
 #     bench/relay a byte relay with no HTTP at all: the floor of a Go proxy here)
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
 #   LATENCY [1]: 0 skips the latency measurement
+#   GATEWAY_GODEBUG: GODEBUG for floodgate's process only, e.g. schedtrace=2147483647
+#     (the Go runtime setting docs/operations.md measures for low and moderate load)
 #   CPUPROFILE: run floodgate under bench/gwprof, which writes a CPU profile
 #     of the whole run to this file (read it with go tool pprof)
 #   KEEP_DIR: keep the temporary directory (logs, configs) and print its path
@@ -81,6 +83,19 @@ if [ ${#need[@]} -gt 0 ]; then
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy wrk >/dev/null
 fi
 command -v go >/dev/null || { echo "bench/gateway.sh: go not found" >&2; exit 1; }
+
+# Every port the run uses must be free: wait_up below takes any answer on a
+# port for the target's, so a leftover process would be measured instead.
+used=($up_port $admin_port)
+for t in "${targets[@]}"; do
+	used+=("${port[$t]:-}")
+done
+for p in "${used[@]}"; do
+	if [ -n "$p" ] && (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		echo "bench/gateway.sh: something already listens on 127.0.0.1:$p; stop it or set PORT_BASE" >&2
+		exit 1
+	fi
+done
 
 dir=$(mktemp -d)
 pids=()
@@ -144,7 +159,7 @@ for t in "${targets[@]}"; do
 	floodgate)
 		FLOODGATE_LISTEN=127.0.0.1:${port[floodgate]} FLOODGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
 			FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
-			"${fg[@]}" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
+			GODEBUG=${GATEWAY_GODEBUG:-${GODEBUG:-}} "${fg[@]}" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
 		pids+=($!) tpid[$t]=$!
 		;;
 	nginx_limit_req)
@@ -214,6 +229,9 @@ per_request() {
 
 declare -A rps p50 p99 dp99 bad cpu_u cpu_s
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+if [ -n "${GATEWAY_GODEBUG:-}" ]; then
+	echo "# floodgate runs with GODEBUG=$GATEWAY_GODEBUG" >&2
+fi
 for r in $(seq "$rounds"); do
 	for t in "${targets[@]}"; do
 		# A short warm-up fills the keep-alive pools.

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -27,6 +28,7 @@ func main() {
 	out := flag.String("cpuprofile", "cpu.out", "where to write the CPU profile")
 	d := flag.Duration("duration", 10*time.Minute, "stop after this long at most")
 	mem := flag.String("memprofile", "", "also write an allocation profile (every allocation sampled) here")
+	tr := flag.String("trace", "", "also write an execution trace (runtime/trace) here: go tool trace reads it")
 	flag.Parse()
 	if *mem != "" {
 		runtime.MemProfileRate = 1
@@ -44,8 +46,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gwprof:", err)
 		os.Exit(1)
 	}
+	stopTrace, err := startTrace(*tr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		os.Exit(1)
+	}
 	code := cli.Run(ctx, flag.Args(), os.Stdout, os.Stderr)
 	pprof.StopCPUProfile()
+	if err := stopTrace(); err != nil {
+		fmt.Fprintln(os.Stderr, "gwprof:", err)
+		code = 1
+	}
 	if *mem != "" {
 		if err := writeHeapProfile(*mem); err != nil {
 			fmt.Fprintln(os.Stderr, "gwprof:", err)
@@ -57,6 +68,26 @@ func main() {
 		code = 1
 	}
 	os.Exit(code)
+}
+
+// startTrace starts runtime/trace writing to name, if name is not empty,
+// and returns what stops it and closes the file.
+func startTrace(name string) (stop func() error, err error) {
+	if name == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		trace.Stop()
+		return f.Close()
+	}, nil
 }
 
 func writeHeapProfile(name string) error {
