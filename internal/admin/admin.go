@@ -35,16 +35,23 @@ type Options struct {
 	Gatherer prometheus.Gatherer
 	// Server is the live gateway; nil serves only /metrics and /healthz.
 	Server *gateway.Server
-	// Ready reports whether the gateway can serve traffic now (the store
-	// answers, not shutting down); nil means always.
+	// Ready reports whether the gateway can serve traffic now (not
+	// shutting down); nil means always.
 	Ready func(context.Context) error
+	// Store reports whether a store that can fail (Redis) answers; nil
+	// means it cannot fail. /readyz and the dashboard show its error, but
+	// it never makes the gateway unready: every replica shares the store,
+	// so a readiness probe failing on it would take them all out of the
+	// load balancer at once, where the store's failure policy (fail open
+	// or closed) decides what becomes of each request.
+	Store func(context.Context) error
 }
 
 // Handler returns the admin listener's handler:
 //
 //	GET  /metrics        Prometheus text exposition (docs/metrics.md)
 //	GET  /healthz        200 "ok" while the process serves
-//	GET  /readyz         200 when ready for traffic, 503 otherwise
+//	GET  /readyz         200 when ready for traffic (even with the store down), 503 otherwise
 //	GET  /admin/         the dashboard (dashboard.go)
 //	GET  /admin/config   the effective configuration as JSON, secrets redacted
 //	GET  /admin/mode     {"mode": "enforce" | "log-only"}
@@ -57,11 +64,17 @@ func Handler(o Options) http.Handler {
 		text(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
 		if o.Ready != nil {
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			defer cancel()
 			if err := o.Ready(ctx); err != nil {
 				text(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+				return
+			}
+		}
+		if o.Store != nil {
+			if err := o.Store(ctx); err != nil {
+				text(w, http.StatusOK, "ready; store: "+err.Error())
 				return
 			}
 		}

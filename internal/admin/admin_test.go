@@ -22,6 +22,12 @@ const token = "0123456789abcdef-admin"
 // newAdmin builds a Server from yaml and the admin handler around it.
 func newAdmin(t *testing.T, yaml string, ready func(context.Context) error) (http.Handler, *gateway.Server) {
 	t.Helper()
+	return newAdminWith(t, yaml, func(o *admin.Options) { o.Ready = ready })
+}
+
+// newAdminWith is newAdmin with the handler's options set by opt.
+func newAdminWith(t *testing.T, yaml string, opt func(*admin.Options)) (http.Handler, *gateway.Server) {
+	t.Helper()
 	vars := map[string]string{"TOKEN": token}
 	f, err := config.Parse("t.yaml", []byte(yaml), "", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err != nil {
@@ -35,7 +41,9 @@ func newAdmin(t *testing.T, yaml string, ready func(context.Context) error) (htt
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	return admin.Handler(admin.Options{Gatherer: m.Registry, Server: srv, Ready: ready}), srv
+	o := admin.Options{Gatherer: m.Registry, Server: srv}
+	opt(&o)
+	return admin.Handler(o), srv
 }
 
 const withToken = `
@@ -173,6 +181,29 @@ func TestExplainLiveCounters(t *testing.T) {
 		if w := do(h, "POST", "/admin/explain", "Bearer "+token, bad, ""); w.Code != 400 {
 			t.Errorf("explain %s: %d, want 400", bad, w.Code)
 		}
+	}
+}
+
+// TestReadyzWithStoreDown: a store that does not answer is shown, and the
+// gateway stays ready (admin.Options.Store says why); shutting down is
+// what makes it unready.
+func TestReadyzWithStoreDown(t *testing.T) {
+	storeDown := func(context.Context) error { return errors.New("connection refused (store.failure_policy fail_open)") }
+	h, _ := newAdminWith(t, withToken, func(o *admin.Options) { o.Store = storeDown })
+	w := do(h, "GET", "/readyz", "", "", "")
+	if body := w.Body.String(); w.Code != 200 || body != "ready; store: connection refused (store.failure_policy fail_open)\n" {
+		t.Errorf("readyz with the store down: %d %q, want 200 and the store's error", w.Code, body)
+	}
+	h, _ = newAdminWith(t, withToken, func(o *admin.Options) {
+		o.Store = storeDown
+		o.Ready = func(context.Context) error { return errors.New("shutting down") }
+	})
+	if w := do(h, "GET", "/readyz", "", "", ""); w.Code != 503 {
+		t.Errorf("readyz shutting down with the store down: %d, want 503", w.Code)
+	}
+	h, _ = newAdminWith(t, withToken, func(o *admin.Options) { o.Store = func(context.Context) error { return nil } })
+	if w := do(h, "GET", "/readyz", "", "", ""); w.Code != 200 || w.Body.String() != "ready\n" {
+		t.Errorf("readyz with the store up: %d %q", w.Code, w.Body.String())
 	}
 }
 

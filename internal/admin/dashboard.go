@@ -132,6 +132,7 @@ type page struct {
 	Version    string
 	Uptime     string
 	Ready      string // "" when ready
+	StoreDown  string // the store's error when it does not answer, else ""
 	Notices    []string
 	HasHistory bool
 	Overview   chart
@@ -247,6 +248,14 @@ func (d *dashboard) build(ctx context.Context, refresh int) page {
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		if err := d.o.Ready(rctx); err != nil {
 			p.Ready = err.Error()
+		}
+		cancel()
+	}
+	if d.o.Store != nil {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		if err := d.o.Store(rctx); err != nil {
+			p.StoreDown = err.Error()
+			p.Notices = append(p.Notices, "The store does not answer: "+err.Error())
 		}
 		cancel()
 	}

@@ -271,6 +271,24 @@ func TestDashboardLogOnlyAndNotReady(t *testing.T) {
 	}
 }
 
+// TestDashboardStoreDown: a store that does not answer is a notice on a
+// ready gateway's dashboard.
+func TestDashboardStoreDown(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	e.h = Handler(Options{Gatherer: e.m.Registry, Server: e.srv,
+		Store: func(context.Context) error { return errors.New("redis unavailable (store.failure_policy fail_closed)") }})
+	page := get(e.h, "/admin/", "", "127.0.0.1:1").Body.String()
+	if !strings.Contains(page, "The store does not answer: redis unavailable (store.failure_policy fail_closed)") {
+		t.Error("the store's error is not on the dashboard")
+	}
+	if !strings.Contains(page, "not answering: redis unavailable") {
+		t.Error("the store's health does not say it is not answering")
+	}
+	if strings.Contains(page, "not ready") {
+		t.Error("the dashboard calls the gateway not ready for the store's error")
+	}
+}
+
 // TestDashboardRates: the second view turns counter differences into
 // rates, over the time between the views.
 func TestDashboardRates(t *testing.T) {

@@ -206,22 +206,26 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	// The admin listener last: once /healthz answers, every listener is
 	// accepting connections.
 	if c.Admin.Listen != config.ListenOff {
-		h := admin.Handler(admin.Options{
+		opts := admin.Options{
 			Gatherer: metrics.Registry,
 			Server:   srv,
-			Ready: func(ctx context.Context) error {
+			Ready: func(context.Context) error {
 				if draining.Load() {
 					return errors.New("shutting down")
 				}
-				// A store that can fail (Redis) must answer.
-				if p, ok := any(store).(interface{ Ping(context.Context) error }); ok {
-					if err := p.Ping(ctx); err != nil {
-						return fmt.Errorf("store: %w", err)
-					}
-				}
 				return nil
 			},
-		})
+		}
+		if p, ok := any(store).(interface{ Ping(context.Context) error }); ok {
+			policy := c.Store.FailurePolicy
+			opts.Store = func(ctx context.Context) error {
+				if err := p.Ping(ctx); err != nil {
+					return fmt.Errorf("%w (store.failure_policy %s)", err, policy)
+				}
+				return nil
+			}
+		}
+		h := admin.Handler(opts)
 		if err := start("admin", c.Admin.Listen, newServer(h, &c.Server, logger)); err != nil {
 			return err
 		}
