@@ -71,6 +71,35 @@ func TestValidatePrintsEffectiveRules(t *testing.T) {
 	golden(t, "mavedb.golden", stdout)
 }
 
+// TestValidateHidesCredentials: validate's summary goes to CI logs and,
+// through the systemd unit's ExecStartPre, the journal: the passwords in
+// the store URL's password is masked, as in serve's logs. (An upstream's
+// URL may not carry credentials at all.)
+func TestValidateHidesCredentials(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "f.yaml")
+	yaml := `store: {url: "redis://:s3cretpw@127.0.0.1:6379/0", failure_policy: fail_closed}
+upstreams: {api: {url: "http://127.0.0.1:8081"}}
+rules:
+  - name: r
+    when: 'true'
+    key: [ip]
+    limits: [10/1m]
+`
+	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, nil, "validate", "--config", conf)
+	if code != 0 {
+		t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+	}
+	if strings.Contains(stdout+stderr, "s3cretpw") {
+		t.Errorf("validate printed the store's password:\n%s%s", stdout, stderr)
+	}
+	if want := "store:     redis://:redacted@127.0.0.1:6379/0 (failure_policy fail_closed)\n"; !strings.Contains(stdout, want) {
+		t.Errorf("validate's summary lacks %q:\n%s", want, stdout)
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string

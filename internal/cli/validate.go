@@ -94,7 +94,10 @@ func plural(n int) string {
 // can check at a glance: what listens where, who the client is, and every
 // rule in evaluation order.
 func printEffective(w io.Writer, f *config.File) {
-	c := &f.Config
+	// Its output goes where commands' output goes (CI logs, the journal
+	// through ExecStartPre): no credential in it.
+	redacted := config.Redacted(f.Config)
+	c := &redacted
 	env := f.Env
 	if env == "" {
 		env = "none"
@@ -110,7 +113,11 @@ func printEffective(w io.Writer, f *config.File) {
 		}
 		fmt.Fprintf(w, "internal:  %s (%s)\n", c.Internal.Listen, counted)
 	}
-	fmt.Fprintf(w, "store:     %s (max %d keys)\n", c.Store.URL, c.Store.MaxKeys)
+	if c.Store.URL == config.StoreMemory {
+		fmt.Fprintf(w, "store:     %s (max %d keys)\n", c.Store.URL, c.Store.MaxKeys)
+	} else {
+		fmt.Fprintf(w, "store:     %s (failure_policy %s)\n", c.Store.URL, c.Store.FailurePolicy)
+	}
 	switch {
 	case len(c.ClientIP.TrustedProxies) > 0:
 		fmt.Fprintf(w, "client ip: rightmost %s entry not from a trusted proxy (%s)\n",
