@@ -160,3 +160,35 @@ rules:
 		t.Errorf("changed rule remaining = %v, want 5 (a new counter that saw one request)", rem)
 	}
 }
+
+// TestReloadReportsRestartOnlySettings: a reload reports the settings it
+// cannot apply — the server's too, which are read when the listeners start
+// (before, a changed shutdown_grace was dropped without a word) — and keeps
+// reporting them on every later reload while the file differs from what
+// the process started with.
+func TestReloadReportsRestartOnlySettings(t *testing.T) {
+	up := newUpstream(t)
+	m := telemetry.NewMetrics("test")
+	base := reloadYAML(up.URL, "10/1m")
+	srv, problems := gateway.NewServer(parse(t, base), []byte(base), gateway.Options{
+		Store: gateway.NewMemoryStore(0, nil, m), Metrics: m, Logger: telemetry.NewLogger(io.Discard, "info"),
+	})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	changed := base + "server: {shutdown_grace: 2s, idle_timeout: 5s, read_header_timeout: 3s, engine: net/http}\nlisten: 127.0.0.1:1\n"
+	want := "listen server.read_header_timeout server.idle_timeout server.shutdown_grace server.engine"
+	for i, step := range []struct{ yaml, want string }{
+		{changed, want},
+		{reloadYAML(up.URL, "20/1m") + strings.TrimPrefix(changed, base), want}, // a limit changes too: still reported
+		{base, ""}, // back to what the process runs
+	} {
+		ignored, problems := srv.Reload(parse(t, step.yaml), []byte(step.yaml))
+		if len(problems) > 0 {
+			t.Fatalf("reload %d: %v", i+1, problems)
+		}
+		if got := strings.Join(ignored, " "); got != step.want {
+			t.Errorf("reload %d: ignored %q, want %q", i+1, got, step.want)
+		}
+	}
+}

@@ -28,6 +28,10 @@ type Server struct {
 	mu       sync.Mutex // serialises Reload and SetMode
 	fileMode string     // the mode the last loaded file said
 	hash     string
+	// started holds the settings only a restart applies, as the process
+	// started with them: a reload reports every one its file changes,
+	// however many reloads ago the change was made.
+	started config.Config
 }
 
 var _ http.Handler = (*Server)(nil)
@@ -53,6 +57,7 @@ func NewServer(f *config.File, data []byte, o Options) (*Server, config.Problems
 	}
 	s.cur.Store(g)
 	s.fileMode = f.Config.Mode
+	s.started = restartSettings(&f.Config)
 	s.setHash(data)
 	o.Metrics.SetMode(s.logOnly.Load())
 	o.Metrics.Reloaded(true, s.hash)
@@ -93,7 +98,8 @@ func (s *Server) setHash(data []byte) {
 // every problem of f. It never interrupts a request. The run-time mode
 // (SetMode) is kept unless the file's own mode changed since the last
 // load, which then wins. Settings that only a restart applies (listeners,
-// TLS, store) are reported in the returned list of ignored changes.
+// TLS, store, server) and that f sets otherwise than the process started
+// with are reported in the returned list of ignored changes.
 func (s *Server) Reload(f *config.File, data []byte) (ignored []string, problems config.Problems) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -104,7 +110,7 @@ func (s *Server) Reload(f *config.File, data []byte) (ignored []string, problems
 		return nil, problems
 	}
 	old := s.cur.Load()
-	ignored = restartOnly(&old.file.Config, &f.Config)
+	ignored = restartOnly(&s.started, &f.Config)
 	if f.Config.Mode != s.fileMode {
 		s.fileMode = f.Config.Mode
 		s.logOnly.Store(f.Config.Mode == config.ModeLogOnly)
@@ -131,8 +137,17 @@ func (s *Server) SetMode(logOnly bool) {
 	s.opts.Metrics.SetMode(logOnly)
 }
 
+// restartSettings copies the settings of c that restartOnly compares.
+func restartSettings(c *config.Config) config.Config {
+	var r config.Config
+	r.Listen, r.Admin.Listen, r.TLS, r.Store = c.Listen, c.Admin.Listen, c.TLS, c.Store
+	r.Internal.Listen, r.Server = c.Internal.Listen, c.Server
+	return r
+}
+
 // restartOnly lists the settings that differ between a and b but that a
-// reload cannot apply.
+// reload cannot apply: the listeners, TLS, the store and the HTTP
+// servers' settings (read when the listeners start).
 func restartOnly(a, b *config.Config) []string {
 	var out []string
 	if a.Listen != b.Listen {
@@ -149,6 +164,16 @@ func restartOnly(a, b *config.Config) []string {
 	}
 	if a.Internal.Listen != b.Internal.Listen {
 		out = append(out, "internal.listen")
+	}
+	for _, f := range []struct{ name, a, b string }{
+		{"server.read_header_timeout", a.Server.ReadHeaderTimeout, b.Server.ReadHeaderTimeout},
+		{"server.idle_timeout", a.Server.IdleTimeout, b.Server.IdleTimeout},
+		{"server.shutdown_grace", a.Server.ShutdownGrace, b.Server.ShutdownGrace},
+		{"server.engine", a.Server.Engine, b.Server.Engine},
+	} {
+		if f.a != f.b {
+			out = append(out, f.name)
+		}
 	}
 	return out
 }
