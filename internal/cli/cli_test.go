@@ -129,3 +129,35 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: code %d, stdout %q", code, stdout)
 	}
 }
+
+// TestValidateWarnsOnlyForANamedHeader: a file that names no forwarding
+// header and trusts no proxy is the plain setup, not a mistake (before,
+// every such file — both examples among them — was warned that
+// X-Forwarded-For is ignored, the default filled in being taken for the
+// operator's choice); a header named while nothing is trusted is warned of.
+func TestValidateWarnsOnlyForANamedHeader(t *testing.T) {
+	const rest = `upstreams: {api: {url: "http://127.0.0.1:8081"}}
+rules:
+  - {name: r, key: [ip], limits: [10/1m]}
+`
+	for _, tc := range []struct {
+		name, yaml string
+		warned     bool
+	}{
+		{"nothing named", rest, false},
+		{"header named, nothing trusted", "client_ip: {header: Forwarded}\n" + rest, true},
+		{"header named and trusted hops", "client_ip: {header: Forwarded, trusted_hops: 1}\n" + rest, false},
+	} {
+		conf := filepath.Join(t.TempDir(), "f.yaml")
+		if err := os.WriteFile(conf, []byte(tc.yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := run(t, nil, "validate", "--config", conf)
+		if code != 0 {
+			t.Fatalf("%s: exit code %d; stderr:\n%s", tc.name, code, stderr)
+		}
+		if got := strings.Contains(stderr, "is ignored: no trusted proxies"); got != tc.warned {
+			t.Errorf("%s: warned %v, want %v; stderr:\n%s", tc.name, got, tc.warned, stderr)
+		}
+	}
+}

@@ -49,6 +49,9 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 			return nil, nil, err
 		}
 	}
+	// The header's warning is for a header the file names: the default
+	// one, filled in below, is no choice of the operator's.
+	headerNamed := f.Config.ClientIP.Header != ""
 	f.Config.ApplyDefaults()
 	g, problems := gateway.New(f, gateway.Options{
 		Store:   memory.New(memory.Options{MaxKeys: f.Config.Store.MaxKeys}),
@@ -63,6 +66,9 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 		return nil, nil, errReported
 	}
 	if o, err := gateway.ClientIPOptions(&f.Config); err == nil {
+		if !headerNamed {
+			o.Header = ""
+		}
 		for _, w := range clientip.Warnings(o) {
 			fmt.Fprintf(env.stderr, "%s: warning: client_ip: %s\n", file, w)
 		}
