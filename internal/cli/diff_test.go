@@ -63,6 +63,11 @@ func TestExplainGPTBot(t *testing.T) {
 			t.Errorf("explain lacks %q:\n%s", want, stdout)
 		}
 	}
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.TrimRight(line, " ") != line {
+			t.Errorf("explain's line %q ends in blanks", line)
+		}
+	}
 	// Without the crawler's user agent, the CSV rule counts it.
 	_, stdout, _ = run(t, nil, "explain", "--config", "../../examples/mavedb.yaml", "--json",
 		"GET", "/api/v1/score-sets/urn:mavedb:00000053-a-1/scores", "--ip", "2001:db8::7")

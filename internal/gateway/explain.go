@@ -106,7 +106,7 @@ func (ex Explanation) WriteText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "route: %s   mode: %s\n\n", ex.Route, ex.Mode)
 	for i, r := range ex.Rules {
-		fmt.Fprintf(w, "%2d. %-28s %-6s %-12s", i+1, r.Name, r.Action, r.Decision)
+		line := fmt.Sprintf("%2d. %-28s %-6s %-12s", i+1, r.Name, r.Action, r.Decision)
 		var extra []string
 		if r.KeyType != "" {
 			extra = append(extra, "key "+r.KeyType+" ("+r.KeyHash+")")
@@ -120,7 +120,8 @@ func (ex Explanation) WriteText(w io.Writer) {
 		if r.Error != "" {
 			extra = append(extra, "error: "+r.Error)
 		}
-		fmt.Fprintf(w, " %s\n", strings.Join(extra, ", "))
+		// No trailing blanks when a rule has nothing more to say.
+		fmt.Fprintln(w, strings.TrimRight(line+" "+strings.Join(extra, ", "), " "))
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", ex.Verdict)
 }
