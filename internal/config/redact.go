@@ -1,8 +1,8 @@
 package config
 
 import (
-	"net/url"
 	"reflect"
+	"strings"
 )
 
 // Redacted returns a deep copy of c in which every field tagged
@@ -25,11 +25,8 @@ func redact(v reflect.Value, secret bool) {
 		case secret:
 			v.SetString("[redacted]")
 		default:
-			if u, err := url.Parse(s); err == nil && u.User != nil {
-				if _, has := u.User.Password(); has {
-					u.User = url.UserPassword(u.User.Username(), "redacted")
-					v.SetString(u.String())
-				}
+			if masked, ok := maskURLPassword(s); ok {
+				v.SetString(masked)
 			}
 		}
 	case reflect.Struct:
@@ -48,4 +45,45 @@ func redact(v reflect.Value, secret bool) {
 			v.SetMapIndex(k, e)
 		}
 	}
+}
+
+// maskURLPassword replaces the password of a URL-shaped s
+// (SCHEME://USER:PASSWORD@HOST…) by "redacted". It does not parse s as
+// net/url does: the Redis store's URLs hold what net/url refuses (a
+// password with "^" or "{", a cluster's several bracketed IPv6 hosts), and
+// such a password must be masked all the same. The authority runs to the
+// first "/", "?" or "#", and its user information to its last "@" — as
+// both net/url and redisstore.ParseURL read it.
+func maskURLPassword(s string) (string, bool) {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok || !isScheme(strings.TrimLeft(scheme, " \t\r\n")) {
+		return s, false
+	}
+	authority, tail := rest, ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		authority, tail = rest[:i], rest[i:]
+	}
+	at := strings.LastIndexByte(authority, '@')
+	if at < 0 {
+		return s, false
+	}
+	user, _, hasPassword := strings.Cut(authority[:at], ":")
+	if !hasPassword {
+		return s, false
+	}
+	return scheme + "://" + user + ":redacted@" + authority[at+1:] + tail, true
+}
+
+// isScheme reports whether s is a URL scheme: a letter, then letters,
+// digits, "+", "-" or ".".
+func isScheme(s string) bool {
+	for i, c := range []byte(s) {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }

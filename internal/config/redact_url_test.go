@@ -1,0 +1,79 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/ratelimit/redisstore"
+)
+
+// storeURLShown is what Redacted shows of a store URL.
+func storeURLShown(u string) string {
+	return config.Redacted(config.Config{Store: config.Store{URL: u}}).Store.URL
+}
+
+// TestRedactedStoreURLs: every password the Redis store accepts is masked,
+// including those net/url refuses to parse (before, such a URL was shown
+// whole: by validate, /admin/config and serve's log).
+func TestRedactedStoreURLs(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"redis://:pw^{secret}@127.0.0.1:1/0", "redis://:redacted@127.0.0.1:1/0"},
+		{"redis://:p w|\"<>\\@10.0.0.1:6379", "redis://:redacted@10.0.0.1:6379"},
+		{"redis://:pw@[::1]:6379,[::2]:6379", "redis://:redacted@[::1]:6379,[::2]:6379"},
+		{"rediss://app:s3cr@t@cache.internal:6380/2?timeout=50ms", "rediss://app:redacted@cache.internal:6380/2?timeout=50ms"},
+		{"valkey://default:hunter2@h1:6379,h2:6379", "valkey://default:redacted@h1:6379,h2:6379"},
+		{"redis://user@host:6379", "redis://user@host:6379"}, // no password: nothing to mask
+		{"redis://host:6379/0?timeout=1s", "redis://host:6379/0?timeout=1s"},
+		{"memory", "memory"},
+		{" redis://:hunter2@h:1", " redis://:redacted@h:1"}, // the store trims blanks
+	} {
+		if got := storeURLShown(tc.in); got != tc.want {
+			t.Errorf("Redacted(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// Not URLs with credentials, shown as they are.
+	for _, s := range []string{"http://api:8080/@scope/pkg", "request.path == \"a://b:c@d\"", "://x:y@z"} {
+		r := config.Redacted(config.Config{Rules: []config.Rule{{Name: "r", When: s}}})
+		if got := r.Rules[0].When; got != s {
+			t.Errorf("Redacted changed %q to %q", s, got)
+		}
+	}
+}
+
+// FuzzRedactedStoreURL: whatever URL the Redis store accepts with a
+// password, the shown URL does not carry that password's text.
+func FuzzRedactedStoreURL(f *testing.F) {
+	for _, s := range []string{"redis://:pw^{secret}@127.0.0.1:1/0", "redis://u:p@h:1,h2:2/3?timeout=5ms", "rediss://:a%40b@[::1]:6379", "redis://:x@y@z:1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := redisstore.ParseURL(s)
+		if err != nil || len(o.Password) < 4 {
+			return // short passwords occur elsewhere in the URL by chance
+		}
+		shown := storeURLShown(s)
+		// The password as written (escaped) in s, and decoded.
+		_, rest, _ := strings.Cut(strings.TrimSpace(s), "://")
+		if i := strings.IndexAny(rest, "/?"); i >= 0 {
+			rest = rest[:i]
+		}
+		userinfo := rest[:strings.LastIndexByte(rest, '@')]
+		_, written, _ := strings.Cut(userinfo, ":")
+		for _, p := range []string{written, o.Password} {
+			if len(p) >= 4 && strings.Contains(shown, p) && !strings.Contains(stripUserinfo(shown), p) {
+				t.Fatalf("Redacted(%q) = %q: shows the password %q", s, shown, p)
+			}
+		}
+	})
+}
+
+// stripUserinfo drops what precedes the authority's last "@", to tell the
+// password apart from the same text in the host or path.
+func stripUserinfo(u string) string {
+	scheme, rest, _ := strings.Cut(u, "://")
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	return scheme + "://" + rest
+}
