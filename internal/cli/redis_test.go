@@ -101,6 +101,40 @@ func TestThreeReplicasShareOneLimit(t *testing.T) {
 	}
 }
 
+// readyz returns /readyz's status and body.
+func (g *gatewayProc) readyz() (int, string) {
+	g.t.Helper()
+	resp, err := http.Get("http://" + g.adm + "/readyz")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestNotReadyUntilTheStoreAnswers: a replica whose Redis has not answered
+// since it started (a wrong address or password in a deploy) is not ready,
+// so a rolling deploy stops at it; once Redis has answered, the replica is
+// ready, and stays ready through a later outage (every replica shares it).
+func TestNotReadyUntilTheStoreAnswers(t *testing.T) {
+	rs := redistest.Start(t)
+	rs.Kill()
+	g := startMaveDB(t, rs.URL()+"?timeout=5s", okUpstream(t))
+	if code, body := g.readyz(); code != 503 || !strings.Contains(body, "the store has not answered since start") {
+		t.Fatalf("/readyz before Redis ever answered: %d %q, want 503", code, body)
+	}
+	rs.Restart()
+	g.waitRedisUp()
+	if code, body := g.readyz(); code != 200 || body != "ready\n" {
+		t.Fatalf("/readyz with Redis up: %d %q, want 200", code, body)
+	}
+	rs.Kill()
+	if code, body := g.readyz(); code != 200 || !strings.Contains(body, "ready; store: ") {
+		t.Errorf("/readyz with Redis down after it answered: %d %q, want 200 naming the store", code, body)
+	}
+}
+
 // TestRedisDownFailOpenAndRecovery: with Redis killed under traffic every
 // request is still answered (fail open, the default) and the store errors
 // are counted; once Redis is back, limits apply again without restarting
@@ -128,14 +162,8 @@ func TestRedisDownFailOpenAndRecovery(t *testing.T) {
 	// Still ready: every replica shares the store, and a readiness probe
 	// failing on it would take them all out of the load balancer while
 	// fail open answers every request. /readyz says what is wrong.
-	resp, err := http.Get("http://" + g.adm + "/readyz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "ready; store: ") || !strings.Contains(string(body), "fail_open") {
-		t.Errorf("/readyz with Redis down: %d %q, want 200 naming the store's error and its policy", resp.StatusCode, body)
+	if code, body := g.readyz(); code != 200 || !strings.Contains(body, "ready; store: ") || !strings.Contains(body, "fail_open") {
+		t.Errorf("/readyz with Redis down: %d %q, want 200 naming the store's error and its policy", code, body)
 	}
 
 	rs.Restart() // an empty Redis: the counters start afresh

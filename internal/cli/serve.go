@@ -22,6 +22,7 @@ import (
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/version"
+	"github.com/floodgate/floodgate/ratelimit/redisstore"
 )
 
 func init() {
@@ -206,20 +207,38 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	// The admin listener last: once /healthz answers, every listener is
 	// accepting connections.
 	if c.Admin.Listen != config.ListenOff {
+		// A store that can fail (Redis) must have answered once for the
+		// replica to be ready: a wrong address or password in a deploy
+		// stops there. After that, its outages are every replica's, and
+		// the failure policy's to answer (admin.Options.Store).
+		pinger, canFail := any(store).(interface{ Ping(context.Context) error })
+		var answered atomic.Bool
+		ping := func(ctx context.Context) error {
+			err := pinger.Ping(ctx)
+			if err == nil {
+				answered.Store(true)
+			}
+			return err
+		}
 		opts := admin.Options{
 			Gatherer: metrics.Registry,
 			Server:   srv,
-			Ready: func(context.Context) error {
+			Ready: func(ctx context.Context) error {
 				if draining.Load() {
 					return errors.New("shutting down")
+				}
+				if canFail && !answered.Load() && !connected(store) {
+					if err := ping(ctx); err != nil {
+						return fmt.Errorf("the store has not answered since start: %w", err)
+					}
 				}
 				return nil
 			},
 		}
-		if p, ok := any(store).(interface{ Ping(context.Context) error }); ok {
-			policy := c.Store.FailurePolicy
+		if canFail {
 			opts.Store = func(ctx context.Context) error {
-				if err := p.Ping(ctx); err != nil {
+				if err := ping(ctx); err != nil {
+					policy := srv.Current().Config().Config.Store.FailurePolicy
 					return fmt.Errorf("%w (store.failure_policy %s)", err, policy)
 				}
 				return nil
@@ -378,4 +397,11 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// connected reports whether a Redis store has connected since it started
+// (it reconnects by itself after that); false for any other store.
+func connected(store any) bool {
+	st, ok := store.(interface{ Stats() redisstore.Stats })
+	return ok && st.Stats().Connected
 }

@@ -176,8 +176,10 @@ func TestReloadReportsRestartOnlySettings(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatal(problems)
 	}
-	changed := base + "server: {shutdown_grace: 2s, idle_timeout: 5s, read_header_timeout: 3s, engine: net/http}\nlisten: 127.0.0.1:1\n"
-	want := "listen server.read_header_timeout server.idle_timeout server.shutdown_grace server.engine"
+	changed := base + "server: {shutdown_grace: 2s, idle_timeout: 5s, read_header_timeout: 3s, engine: net/http}\nlisten: 127.0.0.1:1\n" +
+		"log: {level: debug, access: stdout}\nstore: {failure_policy: fail_closed}\n"
+	// The store's failure policy is the rules': a reload applies it.
+	want := "listen log.level log.access server.read_header_timeout server.idle_timeout server.shutdown_grace server.engine"
 	for i, step := range []struct{ yaml, want string }{
 		{changed, want},
 		{reloadYAML(up.URL, "20/1m") + strings.TrimPrefix(changed, base), want}, // a limit changes too: still reported

@@ -142,12 +142,14 @@ func restartSettings(c *config.Config) config.Config {
 	var r config.Config
 	r.Listen, r.Admin.Listen, r.TLS, r.Store = c.Listen, c.Admin.Listen, c.TLS, c.Store
 	r.Internal.Listen, r.Server = c.Internal.Listen, c.Server
+	r.Log.Level, r.Log.Access = c.Log.Level, c.Log.Access
 	return r
 }
 
 // restartOnly lists the settings that differ between a and b but that a
-// reload cannot apply: the listeners, TLS, the store and the HTTP
-// servers' settings (read when the listeners start).
+// reload cannot apply: the listeners, TLS, the store (but its failure
+// policy), the HTTP servers' settings (read when the listeners start) and
+// the log's level and access log (read when the process starts).
 func restartOnly(a, b *config.Config) []string {
 	var out []string
 	if a.Listen != b.Listen {
@@ -159,13 +161,18 @@ func restartOnly(a, b *config.Config) []string {
 	if a.TLS != b.TLS {
 		out = append(out, "tls")
 	}
-	if a.Store != b.Store {
+	// The store's failure policy is the rules', compiled on every reload.
+	as, bs := a.Store, b.Store
+	as.FailurePolicy, bs.FailurePolicy = "", ""
+	if as != bs {
 		out = append(out, "store")
 	}
 	if a.Internal.Listen != b.Internal.Listen {
 		out = append(out, "internal.listen")
 	}
 	for _, f := range []struct{ name, a, b string }{
+		{"log.level", a.Log.Level, b.Log.Level},
+		{"log.access", a.Log.Access, b.Log.Access},
 		{"server.read_header_timeout", a.Server.ReadHeaderTimeout, b.Server.ReadHeaderTimeout},
 		{"server.idle_timeout", a.Server.IdleTimeout, b.Server.IdleTimeout},
 		{"server.shutdown_grace", a.Server.ShutdownGrace, b.Server.ShutdownGrace},
