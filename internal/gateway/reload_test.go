@@ -184,6 +184,7 @@ func TestReloadReportsRestartOnlySettings(t *testing.T) {
 		{changed, want},
 		{reloadYAML(up.URL, "20/1m") + strings.TrimPrefix(changed, base), want}, // a limit changes too: still reported
 		{base, ""}, // back to what the process runs
+		{base + "server: {shutdown_grace: 30000ms, idle_timeout: 2m}\n", ""}, // the defaults, written otherwise
 	} {
 		ignored, problems := srv.Reload(parse(t, step.yaml), []byte(step.yaml))
 		if len(problems) > 0 {

@@ -5,8 +5,10 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/rules"
@@ -170,19 +172,30 @@ func restartOnly(a, b *config.Config) []string {
 	if a.Internal.Listen != b.Internal.Listen {
 		out = append(out, "internal.listen")
 	}
-	for _, f := range []struct{ name, a, b string }{
-		{"log.level", a.Log.Level, b.Log.Level},
-		{"log.access", a.Log.Access, b.Log.Access},
-		{"server.read_header_timeout", a.Server.ReadHeaderTimeout, b.Server.ReadHeaderTimeout},
-		{"server.idle_timeout", a.Server.IdleTimeout, b.Server.IdleTimeout},
-		{"server.shutdown_grace", a.Server.ShutdownGrace, b.Server.ShutdownGrace},
-		{"server.engine", a.Server.Engine, b.Server.Engine},
+	for _, f := range []struct {
+		name, a, b string
+		duration   bool
+	}{
+		{"log.level", a.Log.Level, b.Log.Level, false},
+		{"log.access", a.Log.Access, b.Log.Access, false},
+		{"server.read_header_timeout", a.Server.ReadHeaderTimeout, b.Server.ReadHeaderTimeout, true},
+		{"server.idle_timeout", a.Server.IdleTimeout, b.Server.IdleTimeout, true},
+		{"server.shutdown_grace", a.Server.ShutdownGrace, b.Server.ShutdownGrace, true},
+		{"server.engine", a.Server.Engine, b.Server.Engine, false},
 	} {
-		if f.a != f.b {
+		if f.a != f.b && !(f.duration && sameDuration(f.a, f.b)) {
 			out = append(out, f.name)
 		}
 	}
 	return out
+}
+
+// sameDuration reports whether a and b are the same duration written
+// differently ("30s", "30000ms").
+func sameDuration(a, b string) bool {
+	da, errA := time.ParseDuration(strings.TrimSpace(a))
+	db, errB := time.ParseDuration(strings.TrimSpace(b))
+	return errA == nil && errB == nil && da == db
 }
 
 // planClients maps each configured API client to its plan.
