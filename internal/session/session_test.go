@@ -118,7 +118,7 @@ func hostile(t testing.TB, m *Manager, c *clock) map[string]string {
 		"only quote":     `ovSession="`,
 		"unicode":        "ovSession=ünïcødé",
 		"nul":            "ovSession=\x00\x00",
-		"many":           strings.Repeat("ovSession=x; ", 5) + "ovSession=" + good,
+		"many":           strings.Repeat("ovSession=x; ", maxCandidates) + "ovSession=" + good,
 	}
 }
 
@@ -154,6 +154,10 @@ func TestVerify(t *testing.T) {
 		{name: "quoted", cookies: []string{`ovSession="` + v + `"`}, present: true, valid: true},
 		{name: "second header", cookies: []string{"a=1", "ovSession=" + v}, present: true, valid: true},
 		{name: "tossed first", cookies: []string{"ovSession=forged; ovSession=" + v}, present: true, valid: true},
+		// A sibling domain's cookies, one per path prefix of
+		// /v1/images/abc/related/ (longer paths are sent first): the
+		// visitor keeps its session.
+		{name: "planted by a sibling", cookies: []string{strings.Repeat("ovSession="+tampered(v)+"; ", 9) + "ovSession=" + v}, present: true, valid: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -402,6 +406,32 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkVerifyPlanted is the most work one request can ask of Verify:
+// the real cookie after maxCandidates-1 well-formed, wrongly signed ones.
+func BenchmarkVerifyPlanted(b *testing.B) {
+	m := newManager(b, &clock{t0}, secretA)
+	_, v := issue(b, m)
+	r := request(strings.Repeat("ovSession="+tampered(v)+"; ", maxCandidates-1) + "ovSession=" + v)
+	m.seen = nil // every candidate decoded, as for a value seen first
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, ok := m.Verify(r); !ok {
+			b.Fatal("invalid")
+		}
+	}
+}
+
+// tampered returns v with one signature byte changed: well-formed, the
+// right length, wrongly signed.
+func tampered(v string) string {
+	raw, err := base64.URLEncoding.DecodeString(v)
+	if err != nil {
+		panic(err)
+	}
+	raw[len(raw)-1] ^= 1
+	return base64.URLEncoding.EncodeToString(raw)
 }
 
 // TestVerifiedCache: a value that verified is remembered exactly as sent,
