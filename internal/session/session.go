@@ -195,7 +195,7 @@ func (m *Manager) MaxAge() time.Duration { return m.maxAge }
 
 // Verify looks for the session cookie in r's Cookie headers. present
 // reports whether a cookie with the session's name was sent at all; valid
-// whether one of them (at most four are examined) was signed by one of the
+// whether one of them (at most maxCandidates are examined) was signed by one of the
 // secrets and has not expired, in which case id is its session id. A
 // present but invalid cookie must be treated as no session. Verify never
 // panics; it allocates only to decode a candidate value.
