@@ -19,10 +19,8 @@ import (
 func gatewayRule(t *testing.T, name string, limits []ratelimit.Limit, retryAfter time.Duration, message map[string]string) *respond.Rule {
 	t.Helper()
 	spec := respond.RuleSpec{Name: name, RetryAfter: retryAfter}
-	if len(limits) > 0 {
-		spec.Limit = limits[0].String()
-	}
 	for _, l := range limits {
+		spec.Limits = append(spec.Limits, l.String())
 		n := name
 		if len(limits) > 1 {
 			n += "-" + ratelimit.FormatWindow(l.Window)

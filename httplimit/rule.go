@@ -152,8 +152,9 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 
 	// The answers, built as the gateway builds a rule's (internal/gateway).
 	if len(errs) == 0 {
-		rs := respond.RuleSpec{Name: spec.Name, RetryAfter: spec.RetryAfter, Message: msg, Limit: spec.Limits[0].String()}
+		rs := respond.RuleSpec{Name: spec.Name, RetryAfter: spec.RetryAfter, Message: msg}
 		for _, lim := range spec.Limits {
+			rs.Limits = append(rs.Limits, lim.String())
 			name := spec.Name
 			if len(spec.Limits) > 1 {
 				name += "-" + ratelimit.FormatWindow(lim.Window)

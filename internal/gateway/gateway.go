@@ -172,10 +172,8 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	if set != nil {
 		for i, r := range set.Rules {
 			spec := respond.RuleSpec{Name: r.Name, RetryAfter: r.RetryAfter}
-			if len(r.Limits) > 0 {
-				spec.Limit = r.Limits[0].String()
-			}
 			for _, l := range r.Limits {
+				spec.Limits = append(spec.Limits, l.String())
 				name := r.Name
 				if len(r.Limits) > 1 {
 					name += "-" + ratelimit.FormatWindow(l.Window)

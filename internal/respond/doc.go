@@ -36,7 +36,7 @@
 // is published. Besides type, title, status and detail, the JSON body has
 // these members when they apply: "rule" (the rule's name),
 // "violated-policies" (429 and 503: an array naming the refusing policy,
-// as the draft defines it), "limit" (the rule's limit, such as "100/5m")
+// as the draft defines it), "limit" (the rule's limit that refused, such as "100/5m")
 // and "retry_after" (the Retry-After seconds). Titles and details come
 // from the catalog in the negotiated language; a rule's message replaces
 // the detail.

@@ -19,7 +19,7 @@ type placeholder uint8
 const (
 	phNone       placeholder = iota
 	phRule                   // {rule}: the rule's name
-	phLimit                  // {limit}: the rule's limit, e.g. "100/5m"
+	phLimit                  // {limit}: the rule's limit that refused, e.g. "100/5m"
 	phRetryAfter             // {retry_after}: Retry-After in seconds
 	phRetryHuman             // {retry_after_human}: Retry-After in words
 	numPlaceholders

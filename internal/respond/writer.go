@@ -146,6 +146,10 @@ type RuleSpec struct {
 	// Limit is the rule's limit as configured, such as "100/5m", for
 	// {limit} and the problem's "limit" member. Empty for none.
 	Limit string
+	// Limits, when the rule has several limits, holds each one's text in
+	// the order of Policies: the answer names the one that refused
+	// (Answer.Limit), and Limit is ignored.
+	Limits []string
 	// RetryAfter, if positive, is the Retry-After of every answer the
 	// rule gives (rounded up to whole seconds), instead of the limiter's.
 	RetryAfter time.Duration
@@ -167,6 +171,9 @@ type Rule struct {
 	policies    []string // policy names
 	violated    []string // JSON string literals for "violated-policies"
 	tmpl        [numKinds][numLangs][numFormats]atomic.Pointer[template]
+	// byLimit holds, for a rule of several limits, the rule as each limit
+	// refusing it: the same but for limit (and its own bodies).
+	byLimit []*Rule
 }
 
 // noRule stands for a nil *Rule.
@@ -177,6 +184,9 @@ var noRule Rule
 // invalid UTF-8, and invalid policies (see FormatPolicy).
 func NewRule(spec RuleSpec) (*Rule, error) {
 	var errs []error
+	if len(spec.Limits) > 0 {
+		spec.Limit = spec.Limits[0]
+	}
 	r := &Rule{name: spec.Name, limit: spec.Limit, msg: spec.Message}
 	switch {
 	case spec.RetryAfter < 0:
@@ -205,6 +215,17 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 		}
 	} else if spec.Name != "" {
 		r.violated = []string{jsonString(spec.Name)}
+	}
+	for _, l := range spec.Limits {
+		if !utf8.ValidString(l) || l == "" && spec.Message.uses(phLimit) {
+			errs = append(errs, errors.New("a limit is empty or not valid UTF-8"))
+		}
+	}
+	if len(spec.Limits) > 1 {
+		for _, l := range spec.Limits {
+			r.byLimit = append(r.byLimit, &Rule{name: r.name, limit: l, retry: r.retry, msg: r.msg,
+				policyField: r.policyField, policies: r.policies, violated: r.violated})
+		}
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -289,6 +310,9 @@ func (w *Writer) Write(rw http.ResponseWriter, r *http.Request, a Answer) {
 	rule := a.Rule
 	if rule == nil {
 		rule = &noRule
+	}
+	if a.Limit > 0 && a.Limit < len(rule.byLimit) {
+		rule = rule.byLimit[a.Limit] // {limit} and "limit" name the refusing one
 	}
 	var hdr http.Header
 	head := false

@@ -588,3 +588,40 @@ func TestImports(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitNamesTheRefusingOne: a rule of several limits names the one
+// that refused (Answer.Limit) in "limit" and {limit}, as its
+// "violated-policies" does (before, always the first).
+func TestLimitNamesTheRefusingOne(t *testing.T) {
+	w := mustWriter(t, Options{})
+	r := mustRule(t, RuleSpec{
+		Name:    "api",
+		Limits:  []string{"5/1m", "2/1h"},
+		Message: mustMessage(t, map[string]string{"en": "At most {limit}."}),
+		Policies: []Policy{
+			{Name: "api-1m", Quota: 5, Window: time.Minute},
+			{Name: "api-1h", Quota: 2, Window: time.Hour},
+		},
+	})
+	for _, tt := range []struct {
+		limit          int
+		want, violated string
+	}{{0, "5/1m", "api-1m"}, {1, "2/1h", "api-1h"}, {7, "5/1m", "api-1m"}} {
+		for range 2 { // the second answer from the bodies built by the first
+			res := do(t, w, http.MethodGet, map[string]string{"Accept": "application/json"},
+				Answer{Kind: RateLimited, Rule: r, RetryAfter: time.Minute, Limit: tt.limit})
+			m := checkJSON(t, res.body)
+			if m["limit"] != tt.want || m["detail"] != "At most "+tt.want+"." {
+				t.Errorf("Limit %d: limit %v, detail %v; want %s", tt.limit, m["limit"], m["detail"], tt.want)
+			}
+			if v, _ := m["violated-policies"].([]any); len(v) != 1 || v[0] != tt.violated {
+				t.Errorf("Limit %d: violated-policies %v, want [%s]", tt.limit, m["violated-policies"], tt.violated)
+			}
+			text := do(t, w, http.MethodGet, map[string]string{"Accept": "text/plain"},
+				Answer{Kind: RateLimited, Rule: r, RetryAfter: time.Minute, Limit: tt.limit})
+			if !strings.Contains(text.body, "At most "+tt.want+".") {
+				t.Errorf("Limit %d: text body %q lacks %s", tt.limit, text.body, tt.want)
+			}
+		}
+	}
+}
