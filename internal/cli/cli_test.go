@@ -72,8 +72,8 @@ func TestValidatePrintsEffectiveRules(t *testing.T) {
 }
 
 // TestValidateHidesCredentials: validate's summary goes to CI logs and,
-// through the systemd unit's ExecStartPre, the journal: the passwords in
-// the store URL's password is masked, as in serve's logs. (An upstream's
+// through the systemd unit's ExecStartPre, the journal: the store URL's
+// password is masked, as in serve's logs. (An upstream's
 // URL may not carry credentials at all.)
 func TestValidateHidesCredentials(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "f.yaml")

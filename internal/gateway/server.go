@@ -5,10 +5,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/rules"
@@ -193,8 +191,8 @@ func restartOnly(a, b *config.Config) []string {
 // sameDuration reports whether a and b are the same duration written
 // differently ("30s", "30000ms").
 func sameDuration(a, b string) bool {
-	da, errA := time.ParseDuration(strings.TrimSpace(a))
-	db, errB := time.ParseDuration(strings.TrimSpace(b))
+	da, errA := config.ParseTimeout(a)
+	db, errB := config.ParseTimeout(b)
 	return errA == nil && errB == nil && da == db
 }
 

@@ -222,7 +222,8 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 		}
 	}
 	if len(spec.Limits) > 1 {
-		for _, l := range spec.Limits {
+		r.byLimit = append(r.byLimit, r) // the first limit's is r itself
+		for _, l := range spec.Limits[1:] {
 			r.byLimit = append(r.byLimit, &Rule{name: r.name, limit: l, retry: r.retry, msg: r.msg,
 				policyField: r.policyField, policies: r.policies, violated: r.violated})
 		}
