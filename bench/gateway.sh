@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Gateway throughput and added latency, floodgate against its peers in one
-# run (SPEC, "Targets that are not features"; issue 5). One upstream (nginx
+# run (docs/benchmarks.md, "Targets"). One upstream (nginx
 # answering a small JSON body, keep-alive on, one worker) and, in front of
 # it, each on one core:
 #

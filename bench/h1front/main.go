@@ -6,7 +6,7 @@
 // internet (no request bodies, no limits beyond a 64 KiB head, no
 // timeouts, no pipelining checks, no chunked requests): it is not a server
 // to run. It measured what a leaner public side than net/http's server
-// would give (issue 5), which became internal/h1server; now it shows what
+// would give, which became internal/h1server; now it shows what
 // h1server's parsing and safety cost against no server at all.
 // bench/gateway.sh runs it as the h1front target.
 package main

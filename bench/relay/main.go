@@ -7,7 +7,7 @@
 // of what a proxy must (framing, timeouts, limits): it is not a proxy to
 // run. bench/gateway.sh runs it as the relay target, to show how much of
 // a request's cost is Go's runtime and the kernel, and how much is
-// floodgate's code (docs/benchmarks.md, "Where floodgate's time goes").
+// floodgate's code (docs/benchmarks.md, "A request's profile today").
 package main
 
 import (

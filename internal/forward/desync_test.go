@@ -36,8 +36,8 @@ const injected = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-From: attacker\r\n\r
 // TestNoResponseDesync: bytes an upstream sends beyond a complete response
 // (a body on a HEAD, more than its Content-Length) never become another
 // client's response, on this request or any later one: the connection is
-// not reused. (Found in review: the next clients got each other's
-// responses, off by one, until the connection closed.)
+// not reused. (Without that, the next clients got each other's responses,
+// off by one, until the connection closed.)
 func TestNoResponseDesync(t *testing.T) {
 	body := strings.Repeat("a", 32<<10)
 	url := scriptedUpstream(t, func(c net.Conn, r *http.Request) {

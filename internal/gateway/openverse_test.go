@@ -247,9 +247,8 @@ func (h *ovHarness) metric(series string) float64 { return scrape(h.admin, serie
 // never reaches the frontend.
 // TestOpenverseEarlyHintsCannotSetSession: floodgate owns the session
 // cookie, so an upstream's Set-Cookie for it is stripped from an
-// informational (103) answer too, not only from the final one (found by
-// the security review of session 5: a 103's fields went to the client
-// before the strip).
+// informational (103) answer too, not only from the final one (a 103's
+// fields would otherwise reach the client before the strip).
 func TestOpenverseEarlyHintsCannotSetSession(t *testing.T) {
 	h := newOpenverse(t, "production", nil)
 	var early []http.Header
@@ -284,8 +283,8 @@ func TestOpenverseEarlyHintsCannotSetSession(t *testing.T) {
 }
 
 // TestOpenverseTrailersCannotSetSession: nor can a Set-Cookie in the
-// frontend's trailer section (the security review of session 5 noted it
-// passed; browsers take no cookies from trailers, other clients might).
+// frontend's trailer section (browsers take no cookies from trailers,
+// other clients might).
 func TestOpenverseTrailersCannotSetSession(t *testing.T) {
 	h := newOpenverse(t, "production", nil)
 	resp, body := h.get(h.public.URL, "/", "203.0.113.12", "Accept", "text/html", "X-Test-Trailers", "1")

@@ -58,7 +58,7 @@ func TestRateLimitFieldsOnFlush(t *testing.T) {
 	}
 }
 
-// The fields through a 103 Early Hints, on both paths: review7_test.go.
+// The fields through a 103 Early Hints, on both paths: interim_answers_test.go.
 
 // TestRateLimitFieldsAsLines: to a server that takes field lines, the
 // fields go ahead of the upstream's lines, and the request's buffer is
@@ -106,7 +106,7 @@ func (r *linesRecorder) WriteHeaderLines(code int, lines []byte, _ int64) bool {
 	return true
 }
 
-// TestRateLimitFieldsAfterEarlyHintsWithTheirs (review): the forwarder's
+// TestRateLimitFieldsAfterEarlyHintsWithTheirs: the forwarder's
 // sequence for an upstream 103 that carries RateLimit fields — its fields
 // into the map, WriteHeader(103), its fields deleted again — leaves
 // floodgate's on the final answer.
@@ -128,7 +128,7 @@ func TestRateLimitFieldsAfterEarlyHintsWithTheirs(t *testing.T) {
 	}
 }
 
-// TestRateLimitValueNotInPooledState (review): on the header-map path the
+// TestRateLimitValueNotInPooledState: on the header-map path the
 // value the server's map holds is its own, not the pooled state's, which
 // the next request rewrites while the server may still read the map
 // (declared trailers are read after the handler returns).

@@ -1,7 +1,7 @@
 // Package h1server serves an http.Handler over plain-text HTTP/1.x with
 // less work per request than net/http's server, for floodgate's public and
-// internal listeners (issue 5: the public side was ~40 % of a forwarded
-// request's time).
+// internal listeners: with net/http's server, the public side was ~40 % of
+// a forwarded request's time (docs/benchmarks.md).
 //
 // What it keeps from net/http: the request parser (http.ReadRequest: the
 // request line, headers, Content-Length and chunked bodies, and the
@@ -36,8 +36,8 @@
 // Clone what must outlive the handler (Request.Clone copies the URL and
 // header). The gateway, the forwarder and httputil.ReverseProxy finish
 // with the request before they return (the proxy's transport works on a
-// clone and its context is looked at), and the review tests of
-// internal/h1server hold the server's side: review6_test.go.
+// clone and its context is looked at), and request_reuse_test.go holds
+// the server's side.
 //
 // TLS and HTTP/2 stay with net/http's server.
 package h1server

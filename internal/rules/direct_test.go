@@ -467,7 +467,7 @@ func TestSharedMatches(t *testing.T) {
 	}
 }
 
-// TestSlotsOnlyForDirectConditions (review): a condition left to CEL's
+// TestSlotsOnlyForDirectConditions: a condition left to CEL's
 // interpreter takes none of the set's 64 match slots.
 func TestSlotsOnlyForDirectConditions(t *testing.T) {
 	env, err := NewEnv()

@@ -410,7 +410,7 @@ func TestEvaluateForgetsSharedMatches(t *testing.T) {
 	}
 }
 
-// TestJoinedSetsShareConditionsApart (review): two sets compiled apart
+// TestJoinedSetsShareConditionsApart: two sets compiled apart
 // number their shared conditions from 0 both; joined (as replay joins
 // its --limit rules and the file's), ShareConditions numbers them again,
 // so one set's condition result is never taken for the other's.

@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// Differential cases from the review of "the header sent is the header at
-// WriteHeader" (appendHeaderFields, sentHeader): h1server renders the
+// Differential cases for "the header sent is the header at WriteHeader"
+// (appendHeaderFields, sentHeader): h1server renders the
 // header at WriteHeader, but still reads the trailer declarations
 // ("Trailer") from the handler's live map when it writes the trailers.
 // net/http takes them from the header as it was at WriteHeader.
-func reviewTrailerCases() []cmpCase {
+func trailerDeclarationCases() []cmpCase {
 	return []cmpCase{
 		{name: "trailer-undeclared-after-writeheader", in: get11 + get11, n: 2,
 			// The header went out with "Trailer: X-Sum"; the handler then
@@ -40,21 +40,20 @@ func reviewTrailerCases() []cmpCase {
 	}
 }
 
-func TestReviewTrailerDeclarationsAtWriteHeader(t *testing.T) {
-	for _, tc := range reviewTrailerCases() {
+func TestTrailerDeclarationsAtWriteHeader(t *testing.T) {
+	for _, tc := range trailerDeclarationCases() {
 		t.Run(tc.name, tc.run)
 	}
 }
 
-// TestReviewSniffLargeFirstWrite: a handler that sets no Content-Type and
+// TestSniffLargeFirstWrite: a handler that sets no Content-Type and
 // whose first Write is larger than bufferLimit gets no Content-Type from
 // h1server (commit sniffs only what it buffered: nothing), where net/http
 // sniffs the first 512 bytes of that write; the same body written in
 // pieces gets one from both. The forwarder writes an upstream body in
 // reads of up to 32 KiB, so a large untyped upstream answer reaches the
-// client without a Content-Type through h1server only. (Not from the
-// three reviewed commits: commit has sniffed only w.buf since before.)
-func TestReviewSniffLargeFirstWrite(t *testing.T) {
+// client without a Content-Type through h1server only.
+func TestSniffLargeFirstWrite(t *testing.T) {
 	big := "<html><body>" + strings.Repeat("x", 20<<10) + "</body></html>"
 	cmpCase{name: "large-first-write-sniffed", in: get11 + get11, n: 2,
 		h: func(w http.ResponseWriter, r *http.Request, _ func(string, ...any)) {

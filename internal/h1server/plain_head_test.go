@@ -1,11 +1,10 @@
 package h1server
 
-// Review of readPlainRequest (commit dc2b602): tests of what the commit's
-// own tests leave out. The head arriving in several reads, pipelined
-// requests with the fast path and http.ReadRequest taking turns on one
-// connection, aliasing between the value slices of one request, and heads
-// that try to fool the CR LF CR LF search. They all pass: the review found
-// no difference from http.ReadRequest.
+// readPlainRequest, the fast path for plain heads, against
+// http.ReadRequest: the head arriving in several reads, pipelined requests
+// with the fast path and http.ReadRequest taking turns on one connection,
+// aliasing between the value slices of one request, and heads that try to
+// fool the CR LF CR LF search.
 
 import (
 	"bufio"
@@ -57,11 +56,11 @@ func hrSameRequest(t *testing.T, what string, got, want *http.Request) {
 	}
 }
 
-// TestReviewPlainHeadSplitAcrossReads: for every split of the input into
+// TestPlainHeadSplitAcrossReads: for every split of the input into
 // two reads (and one byte a read), the requests read as serveOne reads
 // them, one after the other, are http.ReadRequest's, and so are the bytes
 // each leaves.
-func TestReviewPlainHeadSplitAcrossReads(t *testing.T) {
+func TestPlainHeadSplitAcrossReads(t *testing.T) {
 	inputs := []string{
 		"GET /a?b=c HTTP/1.1\r\nHost: h\r\nX: 1\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\nPragma: no-cache\r\n\r\nGET /c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
 		"GET / HTTP/1.1\r\nHost: h\r\nX: a\r\r\n\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n",
@@ -121,10 +120,10 @@ func TestReviewPlainHeadSplitAcrossReads(t *testing.T) {
 	}
 }
 
-// TestReviewPlainValuesDoNotAlias: the values of a request share one
+// TestPlainValuesDoNotAlias: the values of a request share one
 // backing array; appending to one field's values must not write over
 // another's (each gets cap 1, as textproto does).
-func TestReviewPlainValuesDoNotAlias(t *testing.T) {
+func TestPlainValuesDoNotAlias(t *testing.T) {
 	head := "GET / HTTP/1.1\r\nHost: h\r\nA: 1\r\nB: 2\r\nA: 3\r\nC: 4\r\nD: 5\r\n\r\n"
 	br := bufio.NewReaderSize(strings.NewReader(head), 4<<10)
 	br.Peek(1)
@@ -146,11 +145,11 @@ func TestReviewPlainValuesDoNotAlias(t *testing.T) {
 	}
 }
 
-// TestReviewPlainNothingCarriesOver: on one keep-alive connection, plain
+// TestPlainNothingCarriesOver: on one keep-alive connection, plain
 // heads and heads left to http.ReadRequest take turns; a handler that
 // changes its request's header, and keeps it, changes nothing the next
 // request sees.
-func TestReviewPlainNothingCarriesOver(t *testing.T) {
+func TestPlainNothingCarriesOver(t *testing.T) {
 	var kept []*http.Request
 	s := &Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)

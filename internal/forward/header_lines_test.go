@@ -14,9 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// reviewLineCases extend lineCases (lines_test.go) with upstream answers
+// moreLineCases extend lineCases (lines_test.go) with upstream answers
 // the differential test did not cover.
-var reviewLineCases = []struct {
+var moreLineCases = []struct {
 	name, method, resp string
 	proto              string // of the client's request; default HTTP/1.1
 }{
@@ -37,23 +37,23 @@ var reviewLineCases = []struct {
 	{name: "date from upstream", resp: "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 17:20:00 GMT\r\nContent-Length: 2\r\n\r\nok"},
 }
 
-// TestReviewHeaderLinesAsHeaderMap is TestHeaderLinesAsHeaderMap over
+// TestMoreHeaderLinesAsHeaderMap is TestHeaderLinesAsHeaderMap over
 // more upstream answers, each followed by a second request on the same
 // client connection (a framing mistake on the first answer shows there).
-func TestReviewHeaderLinesAsHeaderMap(t *testing.T) {
+func TestMoreHeaderLinesAsHeaderMap(t *testing.T) {
 	const probe = "HTTP/1.1 200 OK\r\nX-Probe: 1\r\nContent-Length: 5\r\n\r\nprobe"
 	up := newRawUpstream(t, func(r *http.Request) (string, bool) {
 		if r.URL.Path == "/probe" {
 			return probe, false
 		}
 		i, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/c/"))
-		resp := reviewLineCases[i].resp
+		resp := moreLineCases[i].resp
 		return resp, strings.HasPrefix(resp, "HTTP/1.0") && !strings.Contains(resp, "keep-alive")
 	})
 	el := newErrorLog()
 	f := newForwarder(t, up.url, Options{}, el)
 	linesAddr, mapAddr, taken := linesAndMapFronts(t, f)
-	for i, tc := range reviewLineCases {
+	for i, tc := range moreLineCases {
 		method := cmpOrString(tc.method, "GET")
 		proto := cmpOrString(tc.proto, "HTTP/1.1")
 		conn := ""
@@ -127,12 +127,12 @@ func rawDoTwice(t *testing.T, addr, method, req, probe string) twoAnswers {
 	return out
 }
 
-// TestReviewLinesNotShared: many clients at once through one forwarder
+// TestLinesNotShared: many clients at once through one forwarder
 // with a small pool, each upstream answer carrying its request's own
 // fields: the lines buffer of a pooled upstream connection, reused by the
 // next request as soon as the previous one is done with it, never shows
 // in another client's answer (h1server copies the lines).
-func TestReviewLinesNotShared(t *testing.T) {
+func TestLinesNotShared(t *testing.T) {
 	up := newRawUpstream(t, func(r *http.Request) (string, bool) {
 		id := strings.TrimPrefix(r.URL.Path, "/")
 		pad := strings.Repeat(id, 1+len(id)%7)
@@ -190,15 +190,15 @@ func TestReviewLinesNotShared(t *testing.T) {
 	}
 }
 
-// FuzzReviewLinesVsMap: whatever an upstream sends (a status line and
+// FuzzLinesVsMap: whatever an upstream sends (a status line and
 // fields from the fuzzer, then a body), the client of h1server gets the
 // same answer, and its connection the same fate, whether the forwarder
 // hands the fields over as lines or through Header().
-func FuzzReviewLinesVsMap(f *testing.F) {
+func FuzzLinesVsMap(f *testing.F) {
 	for _, tc := range lineCases {
 		f.Add(tc.method == "HEAD", tc.resp)
 	}
-	for _, tc := range reviewLineCases {
+	for _, tc := range moreLineCases {
 		f.Add(tc.method == "HEAD", tc.resp)
 	}
 	var cur atomic.Value

@@ -1,8 +1,8 @@
 package h1server
 
-// Regression tests from the review of session 6's reuse of the request,
-// its context and buffers, and of the lazily cleared head deadline. Each
-// failed before its fix.
+// The server reuses a connection's request, its context and buffers, and
+// clears the head deadline lazily: nothing of one request may reach the
+// next, and a shutdown or a deadline must not be undone by the reuse.
 
 import (
 	"bufio"

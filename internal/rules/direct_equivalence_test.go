@@ -36,7 +36,7 @@ func plainEval(t testing.TB, prg cel.Program, req *Request) bool {
 	return ok && b
 }
 
-// TestReviewMatchesReplacementChar: Go's regexp (and so cel-go's
+// TestMatchesReplacementChar: Go's regexp (and so cel-go's
 // matches()) matches U+FFFD against a byte that is not valid UTF-8; the
 // prefilter looks for the three bytes of U+FFFD's encoding and finds none,
 // so a condition that holds under cel-go is false in floodgate, for the
@@ -44,7 +44,7 @@ func plainEval(t testing.TB, prg cel.Program, req *Request) bool {
 // request.path is percent-decoded ("/%FF" gives "/\xff") and User-Agent
 // may carry obs-text, so a client chooses such bytes. (The prefilter is
 // regex.go's, from before the direct evaluation; direct.go reuses it.)
-func TestReviewMatchesReplacementChar(t *testing.T) {
+func TestMatchesReplacementChar(t *testing.T) {
 	env, err := NewEnv()
 	if err != nil {
 		t.Fatal(err)
@@ -79,10 +79,10 @@ func TestReviewMatchesReplacementChar(t *testing.T) {
 	}
 }
 
-// FuzzReviewDirectVsCEL: the direct evaluation against cel-go's own
+// FuzzDirectVsCEL: the direct evaluation against cel-go's own
 // (no regex optimisation), on conditions from the generator of
 // direct_test.go joined with a matches() of the fuzzer's pattern.
-func FuzzReviewDirectVsCEL(f *testing.F) {
+func FuzzDirectVsCEL(f *testing.F) {
 	f.Add([]byte{3, 0, 0, 0}, "a", "GET", "/\xff", "a\xfeb", "api", "198.51.100.7")
 	f.Add([]byte{14, 2, 2, 2}, "(?i)(gpt|cc)bot", "get", "/x/SCORES", "GPTBOT", "", "::1")
 	env, err := NewEnv()

@@ -1,8 +1,8 @@
 package gateway_test
 
-// Session 7's review of floodgate's RateLimit fields written with the
-// response's header (statusWriter): each test failed on the change
-// before its fix.
+// floodgate's RateLimit fields around interim answers: an upstream's 103
+// Early Hints and a 101 Switching Protocols must not take them off, or put
+// them on the wrong answer (statusWriter).
 
 import (
 	"bufio"
@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-// TestReview7EarlyHintsWithUpstreamRateLimit: an upstream 103 that
+// TestEarlyHintsWithUpstreamRateLimit: an upstream 103 that
 // carries its own RateLimit / RateLimit-Policy must not take floodgate's
-// fields off the final response (before session 7 they were).
-func TestReview7EarlyHintsWithUpstreamRateLimit(t *testing.T) {
+// fields off the final response.
+func TestEarlyHintsWithUpstreamRateLimit(t *testing.T) {
 	c := newCostHarness(t, `
 upstreams: {api: {url: "UPSTREAM"}}
 rules:
@@ -46,10 +46,10 @@ rules:
 	}
 }
 
-// TestReview7EarlyHintsThroughReverseProxy: a request with Expect goes to
+// TestEarlyHintsThroughReverseProxy: a request with Expect goes to
 // the ReverseProxy fallback, which clears the header map after relaying a
 // 1xx: floodgate's fields must still reach the final response.
-func TestReview7EarlyHintsThroughReverseProxy(t *testing.T) {
+func TestEarlyHintsThroughReverseProxy(t *testing.T) {
 	c := newCostHarness(t, `
 upstreams: {api: {url: "UPSTREAM"}}
 rules:
@@ -75,11 +75,11 @@ rules:
 	}
 }
 
-// TestReview7UpgradeKeepsRateLimit: a 101 relayed by the ReverseProxy
+// TestUpgradeKeepsRateLimit: a 101 relayed by the ReverseProxy
 // fallback (upgrades) is written from the header map after a hijack,
 // without WriteHeader: floodgate's RateLimit fields, pending in the
-// statusWriter, no longer reach it (before session 7 they did).
-func TestReview7UpgradeKeepsRateLimit(t *testing.T) {
+// statusWriter, must still reach it.
+func TestUpgradeKeepsRateLimit(t *testing.T) {
 	c := newCostHarness(t, `
 upstreams: {api: {url: "UPSTREAM"}}
 rules:

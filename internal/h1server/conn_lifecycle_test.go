@@ -1,10 +1,9 @@
 package h1server
 
-// Regression tests for the findings of the security review of this
-// package (session 3): a request body read after its handler returned, a
-// broken upstream answer passed on as complete, concurrent 100 Continue
-// writes, the first request's header timeout, and what an idle connection
-// keeps alive.
+// A connection's life around its requests: a request body read after its
+// handler returned, a broken upstream answer passed on as complete,
+// concurrent 100 Continue writes, the first request's header timeout, what
+// an idle connection keeps alive, and the unread rest of a body.
 
 import (
 	"bufio"
@@ -283,7 +282,7 @@ func TestIdleConnectionKeepsNothing(t *testing.T) {
 	}
 }
 
-// TestFullDuplexUnreadBodyIsNotARequest (second review): a handler in
+// TestFullDuplexUnreadBodyIsNotARequest: a handler in
 // full-duplex mode reads part of the body and answers; the rest of the
 // body, shaped as a request, must never be parsed as one.
 func TestFullDuplexUnreadBodyIsNotARequest(t *testing.T) {
@@ -311,7 +310,7 @@ func TestFullDuplexUnreadBodyIsNotARequest(t *testing.T) {
 	}
 }
 
-// TestUnreadChunkedBodyGetsItsAnswer (second review): a chunked upload
+// TestUnreadChunkedBodyGetsItsAnswer: a chunked upload
 // answered without reading it (a 429, say) closes the connection, but
 // only after the answer has had a chance to arrive: the server closes its
 // writing side and reads on until the client leaves, instead of closing
