@@ -1,0 +1,54 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/floodgate/floodgate/internal/cli"
+	"github.com/floodgate/floodgate/internal/config"
+)
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)`)
+
+// loadConfig runs `floodgate validate` in this process on file, with
+// exactly the variables in vars set of those the file names, and returns
+// the configuration as serve loads it, defaults applied. A file that
+// does not validate fails the test with validate's report.
+func loadConfig(t *testing.T, file string, vars map[string]string) *config.Config {
+	t.Helper()
+	data := readFile(t, file)
+	for _, m := range varRef.FindAllSubmatch(data, -1) {
+		name := string(m[1])
+		t.Setenv(name, "") // restored after the test
+		if err := os.Unsetenv(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range vars {
+		t.Setenv(k, v)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := cli.Run(context.Background(), []string{"validate", "--config", file}, &stdout, &stderr); code != 0 {
+		t.Fatalf("floodgate validate --config %s with %v: exit %d\n%s", file, vars, code, stderr.Bytes())
+	}
+	f, err := config.Load(file, "", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatalf("load %s: %v", file, err)
+	}
+	f.Config.ApplyDefaults()
+	return &f.Config
+}
+
+// noVars expands compose's ${VAR:-default} references (the same forms as
+// floodgate's) as when nothing is set.
+func noVars(t *testing.T, s string) string {
+	t.Helper()
+	v, err := config.Expand(s, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("expand %q: %v", s, err)
+	}
+	return v
+}
