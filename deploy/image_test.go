@@ -14,6 +14,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path"
@@ -419,5 +421,33 @@ func copyFile(t *testing.T, name string, data []byte) {
 	t.Helper()
 	if err := os.WriteFile(name, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestContainerDefaultConfig: the image's default configuration validates
+// with no variable set, and then listens on loopback only; the variables
+// open the listeners.
+func TestContainerDefaultConfig(t *testing.T) {
+	const file = "container/floodgate.yaml"
+	c := loadConfig(t, file, nil)
+	for _, addr := range []string{c.Listen, c.Admin.Listen} {
+		if host, _, err := net.SplitHostPort(addr); err != nil || !netip.MustParseAddr(host).IsLoopback() {
+			t.Errorf("with no variable set, a listener is on %q: want loopback", addr)
+		}
+	}
+	if c.Mode != "log-only" || c.Store.URL != "memory" || c.Admin.Token != "" {
+		t.Errorf("mode %q, store %q, admin token set %v: want log-only, memory, none", c.Mode, c.Store.URL, c.Admin.Token != "")
+	}
+	c = loadConfig(t, file, map[string]string{
+		"FLOODGATE_LISTEN":       "0.0.0.0:8080",
+		"FLOODGATE_ADMIN_LISTEN": "0.0.0.0:9090",
+		"FLOODGATE_MODE":         "enforce",
+		"REDIS_URL":              "rediss://redis.example:6380",
+		"FLOODGATE_UPSTREAM":     "https://api.example",
+	})
+	got := []string{c.Listen, c.Admin.Listen, c.Mode, c.Store.URL, c.Upstreams["api"].URL}
+	want := []string{"0.0.0.0:8080", "0.0.0.0:9090", "enforce", "rediss://redis.example:6380", "https://api.example"}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("with the variables set (-got +want):\n%s", diff)
 	}
 }
