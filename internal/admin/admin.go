@@ -11,7 +11,6 @@ package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -110,8 +109,7 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
+		if !bearerMatches(r.Header["Authorization"], token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="floodgate admin"`)
 			problem(w, http.StatusUnauthorized, "an Authorization: Bearer header with the admin token is required")
 			return
