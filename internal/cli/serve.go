@@ -223,6 +223,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		opts := admin.Options{
 			Gatherer: metrics.Registry,
 			Server:   srv,
+			Logger:   logger,
 			Ready: func(ctx context.Context) error {
 				if draining.Load() {
 					return errors.New("shutting down")
