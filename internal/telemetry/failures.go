@@ -59,7 +59,7 @@ func (f *Failures) InitUpstream(upstream string, kinds []string) {
 }
 
 // Upstream records a request the upstream named failed, on route, with
-// kind (refused, timeout, reset, bad_response, other): counted, and
+// kind (refused, timeout, reset, bad_response, unreachable): counted, and
 // logged at WARN as "upstream failed", one line per upstream and kind
 // per interval.
 func (f *Failures) Upstream(route, upstream, kind string) {

@@ -105,7 +105,7 @@ func NewMetrics(version string) *Metrics {
 	}, []string{"rule", "policy"})
 	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "floodgate_upstream_errors_total",
-		Help: "Requests an upstream failed, by upstream and kind: refused, timeout, reset, bad_response or other.",
+		Help: "Requests an upstream failed, by upstream and kind: refused, timeout, reset, bad_response or unreachable.",
 	}, []string{"upstream", "kind"})
 	reg.MustRegister(m.candidates, m.charged, m.degraded, m.upstreamErrors)
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
