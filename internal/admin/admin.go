@@ -11,11 +11,11 @@ package admin
 
 import (
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -27,6 +27,7 @@ import (
 
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/telemetry"
 )
 
 // Options configures Handler.
@@ -45,6 +46,11 @@ type Options struct {
 	// load balancer at once, where the store's failure policy (fail open
 	// or closed) decides what becomes of each request.
 	Store func(context.Context) error
+	// Logger receives the admin API's record of what was done and refused (actionlog.go); nil: none.
+	Logger *slog.Logger
+	// Refusals sets how refused requests are rate-limited in the log
+	// (interval, clock); zero: telemetry's defaults.
+	Refusals telemetry.LogLimiterOptions
 }
 
 // Handler returns the admin listener's handler:
@@ -57,6 +63,9 @@ type Options struct {
 //	GET  /admin/mode     {"mode": "enforce" | "log-only"}
 //	PUT  /admin/mode     switch the mode: body "enforce" or "log-only" (or that JSON)
 //	POST /admin/explain  what the gateway would do with a request, against live counters
+//
+// Every request to an /admin/ endpoint is logged to o.Logger, admitted or
+// refused (actionlog.go).
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -86,11 +95,12 @@ func Handler(o Options) http.Handler {
 		return mux
 	}
 	a := &api{s: o.Server}
-	mux.HandleFunc("GET /admin/config", a.auth(a.config))
-	mux.HandleFunc("GET /admin/mode", a.auth(a.getMode))
-	mux.HandleFunc("PUT /admin/mode", a.auth(a.putMode))
-	mux.HandleFunc("POST /admin/explain", a.auth(a.explain))
-	mux.HandleFunc("GET /admin/{$}", a.auth(newDashboard(o).ServeHTTP)) // dashboard.go
+	al := newActionLog(o.Logger, o.Refusals) // actionlog.go: every request below is logged
+	mux.HandleFunc("GET /admin/config", al.wrap("read config", a.auth(a.config)))
+	mux.HandleFunc("GET /admin/mode", al.wrap("read mode", a.auth(a.getMode)))
+	mux.HandleFunc("PUT /admin/mode", al.wrap("set mode", a.auth(a.putMode)))
+	mux.HandleFunc("POST /admin/explain", al.wrap("explain", a.auth(a.explain)))
+	mux.HandleFunc("GET /admin/{$}", al.wrap("dashboard", a.auth(newDashboard(o).ServeHTTP))) // dashboard.go
 	mux.Handle("GET /admin", http.RedirectHandler("/admin/", http.StatusMovedPermanently))
 	return mux
 }
@@ -110,8 +120,7 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			h(w, r)
 			return
 		}
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
+		if !bearerMatches(r.Header["Authorization"], token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="floodgate admin"`)
 			problem(w, http.StatusUnauthorized, "an Authorization: Bearer header with the admin token is required")
 			return
@@ -174,7 +183,9 @@ func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, fmt.Sprintf("mode %q is not enforce or log-only", mode))
 		return
 	}
+	from := modeName(a.s.LogOnly())
 	a.s.SetMode(mode == config.ModeLogOnly)
+	noteAction(w, slog.String("from", from), slog.String("to", mode))
 	writeJSON(w, http.StatusOK, map[string]string{"mode": mode})
 }
 

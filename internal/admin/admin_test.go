@@ -81,6 +81,10 @@ func TestAuth(t *testing.T) {
 		{"config wrong token", "GET", "/admin/config", "Bearer nope", 401},
 		{"config basic auth", "GET", "/admin/config", "Basic " + token, 401},
 		{"config with token", "GET", "/admin/config", "Bearer " + token, 200},
+		{"config with token, lower-case scheme", "GET", "/admin/config", "bearer " + token, 200},
+		{"config with token, upper-case scheme", "GET", "/admin/config", "BEARER " + token, 200},
+		{"config with token and trailing junk", "GET", "/admin/config", "Bearer " + token + " junk", 401},
+		{"config with the scheme alone", "GET", "/admin/config", "Bearer", 401},
 		{"mode without token", "PUT", "/admin/mode", "", 401},
 		{"explain without token", "POST", "/admin/explain", "", 401},
 	} {

@@ -100,7 +100,11 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		return err
 	}
 	defer closer.Close()
-	opts := gateway.Options{Store: store, Metrics: metrics, Logger: logger}
+	opts := gateway.Options{Store: store, Metrics: metrics, Logger: logger,
+		Failures: telemetry.NewFailures(logger, metrics, telemetry.LogLimiterOptions{})}
+	// Last, after the servers' shutdown: the failures counted since their
+	// last line are written.
+	defer opts.Failures.Limiter().Flush(true)
 	switch c.Log.Access {
 	case "stdout":
 		opts.AccessLog = telemetry.NewAccessLog(env.stdout)
@@ -223,6 +227,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		opts := admin.Options{
 			Gatherer: metrics.Registry,
 			Server:   srv,
+			Logger:   logger,
 			Ready: func(ctx context.Context) error {
 				if draining.Load() {
 					return errors.New("shutting down")

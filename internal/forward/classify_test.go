@@ -17,7 +17,7 @@ import (
 
 // TestErrorsClassifyAsProxy checks the Forwarder's errors against the
 // gateway's own classifier, proxy.Classify: a refused connection is
-// Unreachable (502), a late response head or a passed deadline Timeout
+// Refused (502), a late response head or a passed deadline Timeout
 // (504), a client that left Canceled.
 func TestErrorsClassifyAsProxy(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -46,7 +46,7 @@ func TestErrorsClassifyAsProxy(t *testing.T) {
 		leave    bool // the client closes its connection
 		want     proxy.Class
 	}{
-		{name: "refused", target: dead, want: proxy.Unreachable},
+		{name: "refused", target: dead, want: proxy.Refused},
 		{name: "response header timeout", target: hung.URL, o: forward.Options{ResponseHeaderTimeout: time.Millisecond}, want: proxy.Timeout},
 		{name: "context deadline", target: hung.URL, deadline: true, want: proxy.Timeout},
 		{name: "client gone", target: hung.URL, leave: true, want: proxy.Canceled},

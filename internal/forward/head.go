@@ -16,6 +16,13 @@ var (
 	errMalformed      = errors.New("forward: malformed response from upstream")
 )
 
+// IsBadResponse reports whether err says that the upstream's response
+// was not one the Forwarder can pass on: not HTTP/1.x, malformed, or
+// beyond the limits on what an upstream may send.
+func IsBadResponse(err error) bool {
+	return errors.Is(err, errMalformed) || errors.Is(err, errHeaderTooLarge)
+}
+
 // fieldOverhead is what each field costs against MaxHeaderBytes beyond its
 // bytes: the memory of its offsets and of its entry in a header map.
 const fieldOverhead = 32

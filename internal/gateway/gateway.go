@@ -65,6 +65,10 @@ type Options struct {
 	// Shared holds the token caches and the sessions-per-address tracker
 	// across reloads. Nil: the Gateway's own.
 	Shared *Shared
+	// Failures logs upstream and store failures, rate-limited, and counts
+	// upstream failures; shared by successive Gateways (see Server). Nil:
+	// one of the Gateway's own, on Logger and Metrics.
+	Failures *telemetry.Failures
 }
 
 // Gateway is the public listener's http.Handler for one configuration. It
@@ -92,11 +96,13 @@ type Gateway struct {
 	clients      apiClients
 	// internalRules runs the rules for internal requests too.
 	internalRules bool
+	failures      *telemetry.Failures
 	pool          sync.Pool
 }
 
 // routeSettings are a route's caps and timeouts, resolved at load.
 type routeSettings struct {
+	name          string // the route's, for the log
 	maxInflight   int64
 	capKey        string
 	total         time.Duration
@@ -142,6 +148,10 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	c := &f.Config
 	problems := f.Validate()
 	g := &Gateway{metrics: o.Metrics}
+	if o.Failures == nil {
+		o.Failures = telemetry.NewFailures(o.Logger, o.Metrics, telemetry.LogLimiterOptions{})
+	}
+	g.failures = o.Failures
 
 	set, ps := rules.Compile(f)
 	problems = append(problems, ps...)
@@ -234,10 +244,12 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		if err != nil {
 			return nil // Validate reported it
 		}
+		onError := func(w http.ResponseWriter, r *http.Request, err error) { g.upstreamError(w, r, err, name) }
 		up := proxy.NewUpstream(name, u, proxy.UpstreamOptions{
-			OnError: g.upstreamError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
+			OnError: onError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
 			WrapTransport: wraps[name],
 		})
+		o.Failures.InitUpstream(name, proxy.UpstreamFailures())
 		ups[k] = up
 		g.upstream = append(g.upstream, up)
 		return up
@@ -259,7 +271,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 		t := resolveTimeouts(c.Upstreams[rc.Upstream].Timeouts, rc.Timeouts)
 		rs := routeSettings{
-			maxInflight: int64(rc.MaxInflight), capKey: "route\x1f" + rc.Name,
+			name: rc.Name, maxInflight: int64(rc.MaxInflight), capKey: "route\x1f" + rc.Name,
 			total: t.total, timeoutStatus: rc.TimeoutStatus, retryAfter: defaultCapacityRetry,
 		}
 		if rc.RetryAfter != "" {
@@ -321,9 +333,9 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	g.engine = rules.Engine{
 		Inflight: o.Inflight,
 		Set:      set,
-		Store:    o.Metrics.InstrumentStore(o.Store),
+		Store:    o.Metrics.InstrumentStore(o.Store, o.Failures),
 		LogOnly:  logOnly,
-		Obs:      telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher),
+		Obs:      telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher, o.Failures),
 	}
 	g.access = o.AccessLog
 	g.file = f
@@ -549,14 +561,17 @@ func (g *Gateway) release(st *state) {
 	g.pool.Put(st)
 }
 
-// upstreamError answers a request the upstream could not: 502 when it is
-// unreachable, 504 (or the route's timeout_status) with Retry-After when it
-// timed out, nothing when the client left.
-func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error) {
+// upstreamError answers a request the upstream named could not: 502 when
+// it is unreachable, 504 (or the route's timeout_status) with Retry-After
+// when it timed out, nothing when the client left. Every failure but the
+// client's leaving is logged and counted (Failures.Upstream), by kind.
+func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error, upstream string) {
 	retry, kind := defaultCapacityRetry, respond.GatewayTimeout
+	route := ""
 	if sw, ok := w.(*statusWriter); ok {
 		sw.own = true
 		if sw.route != nil {
+			route = sw.route.name
 			retry = sw.route.retryAfter
 			if sw.route.timeoutStatus == http.StatusServiceUnavailable {
 				kind = respond.Unavailable
@@ -564,6 +579,15 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 		}
 	}
 	class := proxy.Classify(err)
+	// The route's total timeout, not the client, ended it.
+	totalTimeout := class == proxy.Canceled && r.Context().Err() != nil &&
+		errors.Is(context.Cause(r.Context()), context.DeadlineExceeded)
+	switch {
+	case totalTimeout:
+		g.failures.Upstream(route, upstream, proxy.Timeout.String())
+	case class != proxy.Canceled:
+		g.failures.Upstream(route, upstream, class.String())
+	}
 	if class != proxy.Canceled && errors.Is(err, upstreamauth.ErrNoToken) {
 		// No credentials for the upstream (token endpoint down): the
 		// request was not sent; try again later.
@@ -572,8 +596,7 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	}
 	switch class {
 	case proxy.Canceled:
-		if r.Context().Err() != nil && errors.Is(context.Cause(r.Context()), context.DeadlineExceeded) {
-			// The route's total timeout, not the client, ended it.
+		if totalTimeout {
 			g.answers.Write(w, r, respond.Answer{Kind: kind, RetryAfter: retry})
 			return
 		}

@@ -50,6 +50,9 @@ func NewServer(f *config.File, data []byte, o Options) (*Server, config.Problems
 	if s.opts.Shared == nil {
 		s.opts.Shared = new(Shared)
 	}
+	if s.opts.Failures == nil {
+		s.opts.Failures = telemetry.NewFailures(o.Logger, o.Metrics, telemetry.LogLimiterOptions{})
+	}
 	s.logOnly.Store(f.Config.Mode == config.ModeLogOnly)
 	g, problems := New(f, s.opts)
 	if len(problems) > 0 {

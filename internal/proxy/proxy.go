@@ -3,9 +3,11 @@ package proxy
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/textproto"
 	"net/url"
 	"strings"
 	"syscall"
@@ -187,17 +189,49 @@ func (u *Upstream) CloseIdle() {
 	}
 }
 
-// Class is the kind of a forwarding failure.
+// Class is the kind of a forwarding failure: what the gateway answers
+// (502, 504 or nothing), and what the log and
+// floodgate_upstream_errors_total call it (String).
 type Class uint8
 
-// Failure classes.
+// Failure classes. Both forwarders, the lean forward.Forwarder and
+// httputil.ReverseProxy, report their failures to the same ErrorFunc, so
+// that Classify sees them all.
 const (
-	Unreachable Class = iota // connection refused, reset, DNS: 502
-	Timeout                  // the upstream did not answer in time: 504
-	Canceled                 // the client went away: nothing to answer
+	Unreachable Class = iota // none of the others: DNS, no route, TLS handshake, no credentials: 502
+	Timeout                  // the upstream did not answer in time (connect, response header, total): 504
+	Canceled                 // the client went away: nothing to answer, not the upstream's failure
+	Refused                  // connection refused (nothing listens): 502
+	Reset                    // the connection was reset, or closed before a response: 502
+	BadResponse              // the upstream answered something that is not HTTP/1.x, or too large a head: 502
 )
 
-// Classify tells what kind of failure err is.
+// classNames are the classes' names in logs and metrics.
+var classNames = [...]string{
+	Unreachable: "unreachable", Timeout: "timeout", Canceled: "canceled",
+	Refused: "refused", Reset: "reset", BadResponse: "bad_response",
+}
+
+// String returns the class's name in logs and metrics: unreachable,
+// timeout, canceled, refused, reset or bad_response.
+func (c Class) String() string {
+	if int(c) < len(classNames) {
+		return classNames[c]
+	}
+	return "unknown"
+}
+
+// UpstreamFailures lists the classes that are an upstream's failure (not
+// Canceled), by name: the kind label's values of
+// floodgate_upstream_errors_total.
+func UpstreamFailures() []string {
+	return []string{Refused.String(), Timeout.String(), Reset.String(), BadResponse.String(), Unreachable.String()}
+}
+
+// Classify tells what kind of failure err is. A canceled context wins
+// over what the failure looked like (the client left, and its request was
+// torn down), then a timeout, then what the connection or the response
+// said.
 func Classify(err error) Class {
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -209,5 +243,32 @@ func Classify(err error) Class {
 	if errors.As(err, &ne) && ne.Timeout() {
 		return Timeout
 	}
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return Refused
+	case forward.IsBadResponse(err), badResponse(err):
+		return BadResponse
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return Reset
+	}
 	return Unreachable
+}
+
+// badResponse reports whether err is net/http's Transport's word for a
+// response it could not parse. Those errors are of unexported types (or
+// none), so their text is what says so; TestClassifyReverseProxy holds
+// these phrases to what the Transport writes against real servers.
+func badResponse(err error) bool {
+	var pe textproto.ProtocolError
+	if errors.As(err, &pe) {
+		return true
+	}
+	s := err.Error()
+	for _, phrase := range [...]string{"malformed HTTP", "malformed MIME header", "server response headers exceeded", "Content-Length", "transfer encoding"} {
+		if strings.Contains(s, phrase) {
+			return true
+		}
+	}
+	return false
 }

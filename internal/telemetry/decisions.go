@@ -27,22 +27,31 @@ const (
 // Decisions is the rules.Observer of one rule set: it counts every rule
 // decision in metrics and writes the decision log.
 type Decisions struct {
-	rm     *RuleMetrics
-	log    *slog.Logger
-	which  string
-	hasher *KeyHasher
+	rm       *RuleMetrics
+	log      *slog.Logger
+	which    string
+	hasher   *KeyHasher
+	failures *Failures
 }
 
 var _ rules.Observer = (*Decisions)(nil)
 
 // NewDecisions returns the observer for a rule set. which is LogLimited,
-// LogAll or LogNone.
-func NewDecisions(rm *RuleMetrics, log *slog.Logger, which string, h *KeyHasher) *Decisions {
+// LogAll or LogNone. Rules skipped because they failed are logged
+// through f, rate-limited; nil f: a Failures of its own on log.
+func NewDecisions(rm *RuleMetrics, log *slog.Logger, which string, h *KeyHasher, f *Failures) *Decisions {
 	if which == "" {
 		which = LogLimited
 	}
-	return &Decisions{rm: rm, log: log, which: which, hasher: h}
+	if f == nil {
+		f = NewFailures(log, nil, LogLimiterOptions{})
+	}
+	return &Decisions{rm: rm, log: log, which: which, hasher: h, failures: f}
 }
+
+// errorKinds name the kinds of rule failure, as in
+// floodgate_rule_errors_total.
+var errorKinds = [3]string{"condition", "key", "store"}
 
 // Observe implements rules.Observer.
 func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, key []byte, dec ratelimit.Decision, err error) {
@@ -61,8 +70,7 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 				d.rm.degraded[r.Index][0].Inc()
 			}
 		}
-		d.log.LogAttrs(context.Background(), slog.LevelWarn, "rule skipped",
-			slog.String("rule", r.Name), slog.String("error", err.Error()))
+		d.failures.RuleSkipped(r.Name, errorKinds[kind], err)
 		return
 	}
 	d.rm.decisions[r.Index][o].Inc()
@@ -165,30 +173,42 @@ func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Lo
 }
 
 // InstrumentStore wraps s so that its errors are counted and its latency
-// sampled (one decision in 16) into m.
-func (m *Metrics) InstrumentStore(s ratelimit.Store) ratelimit.Store {
-	return &instrumented{Store: s, m: m}
+// sampled (one decision in 16) into m, and its failures and recovery
+// reported to f (nil: not reported).
+func (m *Metrics) InstrumentStore(s ratelimit.Store, f *Failures) ratelimit.Store {
+	return &instrumented{Store: s, m: m, f: f}
 }
 
 type instrumented struct {
 	ratelimit.Store
 	m *Metrics
+	f *Failures
 	n atomic.Uint32
 }
 
 func (s *instrumented) Take(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
 	if s.n.Add(1)%16 != 0 {
 		d, err := s.Store.Take(ctx, key, n, limits...)
-		if err != nil {
-			s.m.storeErrors.Inc()
-		}
+		s.done(ctx, err)
 		return d, err
 	}
 	start := time.Now()
 	d, err := s.Store.Take(ctx, key, n, limits...)
 	s.m.storeLatency.Observe(time.Since(start).Seconds())
-	if err != nil {
-		s.m.storeErrors.Inc()
-	}
+	s.done(ctx, err)
 	return d, err
+}
+
+// done counts and reports the outcome of one Take. A Take ended by its
+// caller's context (the client left) says nothing of the store's health.
+func (s *instrumented) done(ctx context.Context, err error) {
+	switch {
+	case err != nil:
+		s.m.storeErrors.Inc()
+		if s.f != nil && ctx.Err() == nil {
+			s.f.StoreFailed(err)
+		}
+	case s.f != nil:
+		s.f.StoreAnswered()
+	}
 }

@@ -26,17 +26,20 @@ type Metrics struct {
 	ruleErrors    *prometheus.CounterVec
 	requests      *prometheus.CounterVec
 	upstream      *prometheus.HistogramVec
-	storeErrors   prometheus.Counter
-	storeLatency  prometheus.Histogram
-	inflight      prometheus.Gauge
-	mode          *prometheus.GaugeVec
-	degraded      *prometheus.CounterVec
-	candidates    *prometheus.CounterVec
-	charged       *prometheus.CounterVec
-	reloads       *prometheus.CounterVec
-	configInfo    *prometheus.GaugeVec
-	lastReload    prometheus.Gauge
-	ring          *Ring // the last hour of rule decisions, for the dashboard (ring.go)
+	// upstreamErrors counts requests an upstream failed, by kind
+	// (Failures.Upstream).
+	upstreamErrors *prometheus.CounterVec
+	storeErrors    prometheus.Counter
+	storeLatency   prometheus.Histogram
+	inflight       prometheus.Gauge
+	mode           *prometheus.GaugeVec
+	degraded       *prometheus.CounterVec
+	candidates     *prometheus.CounterVec
+	charged        *prometheus.CounterVec
+	reloads        *prometheus.CounterVec
+	configInfo     *prometheus.GaugeVec
+	lastReload     prometheus.Gauge
+	ring           *Ring // the last hour of rule decisions, for the dashboard (ring.go)
 
 	mu    sync.Mutex
 	rules map[string]bool // rule names with series, to drop removed rules' series
@@ -100,7 +103,11 @@ func NewMetrics(version string) *Metrics {
 		Name: "floodgate_store_degraded_decisions_total",
 		Help: "Rule decisions made without the store because it failed, by rule and the policy applied: fail_open (admitted) or fail_closed (503).",
 	}, []string{"rule", "policy"})
-	reg.MustRegister(m.candidates, m.charged, m.degraded)
+	m.upstreamErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "floodgate_upstream_errors_total",
+		Help: "Requests an upstream failed, by upstream and kind: refused, timeout, reset, bad_response or unreachable.",
+	}, []string{"upstream", "kind"})
+	reg.MustRegister(m.candidates, m.charged, m.degraded, m.upstreamErrors)
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "floodgate_config_reloads_total",
 		Help: "Configuration loads, by result: success (applied) or failure (rejected; the previous configuration keeps running).",

@@ -1,0 +1,183 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/internal/admin"
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/testnet"
+)
+
+// stepClock is a clock the test moves by hand.
+type stepClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// failureHarness runs a gateway for yaml whose log goes to a buffer and
+// whose Failures run on a clock the test steps (flushes are left to the
+// events and to the test).
+type failureHarness struct {
+	*harness
+	clock *stepClock
+	buf   *testnet.Buffer
+}
+
+func newFailureHarness(t *testing.T, yaml string) *failureHarness {
+	t.Helper()
+	f, err := config.Parse("failures.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	m := telemetry.NewMetrics("test")
+	store, closer, err := gateway.NewStore(&f.Config.Store, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	buf := new(testnet.Buffer)
+	logger := slog.New(slog.NewJSONHandler(buf, nil))
+	clock := &stepClock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	failures := telemetry.NewFailures(logger, m, telemetry.LogLimiterOptions{
+		Interval: 10 * time.Second, Now: clock.Now, AfterFunc: func(time.Duration, func()) {},
+	})
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{Store: store, Metrics: m, Logger: logger, Failures: failures})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	ts := newFront(t, srv)
+	t.Cleanup(ts.Close)
+	return &failureHarness{
+		harness: &harness{t: t, gw: ts, client: frontClient(t), admin: admin.Handler(admin.Options{Gatherer: m.Registry})},
+		clock:   clock, buf: buf,
+	}
+}
+
+// lines returns the log's lines with message msg, without their time,
+// and the whole log.
+func (h *failureHarness) lines(msg string) ([]map[string]any, string) {
+	h.t.Helper()
+	all := h.buf.String()
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(all), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			h.t.Fatalf("not a JSON line: %q", line)
+		}
+		if m["msg"] == msg {
+			delete(m, "time")
+			out = append(out, m)
+		}
+	}
+	return out, all
+}
+
+// TestUpstreamFailureLogged: a request the upstream fails (nothing
+// listens there) is answered 502, counted in
+// floodgate_upstream_errors_total, and logged with its route, upstream
+// and kind, one line per interval however many fail, without the
+// client's address.
+func TestUpstreamFailureLogged(t *testing.T) {
+	dead := testnet.FreeAddr(t)
+	h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+upstreams: {api: {url: "http://`+dead+`"}}
+routes:
+  - {name: search, path: /search, upstream: api}
+  - {name: other, path: /other, upstream: api}
+`)
+	if got := h.repeat(50, "GET", "/search", "203.0.113.7"); !cmp.Equal(got, map[int]int{502: 50}) {
+		t.Fatalf("answers %v, want 50 × 502", got)
+	}
+	want := []map[string]any{{"level": "WARN", "msg": "upstream failed", "route": "search", "upstream": "api",
+		"kind": "refused", "count": 1.0, "interval": "10s"}}
+	got, all := h.lines("upstream failed")
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("upstream failed lines (-got +want):\n%s\nlog:\n%s", diff, all)
+	}
+	if strings.Contains(all, "203.0.113.7") {
+		t.Errorf("the log holds the client's address:\n%s", all)
+	}
+	series := `floodgate_upstream_errors_total{kind="refused",upstream="api"}`
+	if v := h.metric(series); v != 50 {
+		t.Errorf("%s = %v, want 50", series, v)
+	}
+	if v := h.metric(`floodgate_upstream_errors_total{kind="timeout",upstream="api"}`); v != 0 {
+		t.Errorf("timeout series = %v, want 0 (present before any timeout)", v)
+	}
+	// Once the interval has passed, the next failure writes the count of
+	// those since the last line, itself included.
+	h.clock.Advance(10 * time.Second)
+	h.repeat(1, "GET", "/other", "203.0.113.7")
+	got, all = h.lines("upstream failed")
+	want = append(want, map[string]any{"level": "WARN", "msg": "upstream failed", "route": "other", "upstream": "api",
+		"kind": "refused", "count": 50.0, "interval": "10s"})
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("after the interval (-got +want):\n%s\nlog:\n%s", diff, all)
+	}
+}
+
+// TestStoreOutageLogged: with a Redis store that cannot be reached, each
+// request is decided by the failure policy; the log says the store is
+// failing once, and the rules skipped one line per interval with their
+// count, not one line per request.
+func TestStoreOutageLogged(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+store: {url: "redis://`+testnet.FreeAddr(t)+`", timeout: 100ms}
+upstreams: {api: {url: "`+up.URL+`"}}
+rules:
+  - {name: per-ip, limits: [100/1m]}
+  - {name: per-path, key: [path], limits: [100/1m]}
+`)
+	if got := h.repeat(40, "GET", "/x", "203.0.113.7"); !cmp.Equal(got, map[int]int{200: 40}) {
+		t.Fatalf("answers %v, want 40 × 200 (fail open)", got)
+	}
+	failing, all := h.lines("store failing")
+	if len(failing) != 1 {
+		t.Errorf("%d store failing lines, want 1:\n%s", len(failing), all)
+	}
+	skipped, _ := h.lines("rule skipped")
+	if len(skipped) != 1 || skipped[0]["count"] != 1.0 || skipped[0]["kind"] != "store" {
+		t.Errorf("rule skipped lines: %v, want one with count 1 and kind store\nlog:\n%s", skipped, all)
+	}
+	h.clock.Advance(10 * time.Second)
+	h.repeat(1, "GET", "/x", "203.0.113.7")
+	skipped, all = h.lines("rule skipped")
+	// 40 requests × 2 rules, and the next request's first rule.
+	if len(skipped) != 2 || skipped[1]["count"] != 80.0 {
+		t.Errorf("rule skipped lines after the interval: %v, want a second with count 80\nlog:\n%s", skipped, all)
+	}
+	if strings.Contains(all, "203.0.113.7") {
+		t.Errorf("the log holds the client's address:\n%s", all)
+	}
+}
