@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/floodgate/floodgate/internal/respond"
 	"github.com/floodgate/floodgate/internal/rules"
 )
 
@@ -34,6 +35,13 @@ type ExplainedRule struct {
 	Limits  []string `json:"limits,omitempty"`
 	// Remaining is how many more requests the counter admits now.
 	Remaining *int64 `json:"remaining,omitempty"`
+	// RetryAfter is the Retry-After, in seconds, of the rule's refusal
+	// (blocked or would_block by its limits or ban), as the 429 and the
+	// decision log would give it.
+	RetryAfter *int64 `json:"retry_after_s,omitempty"`
+	// Reset is the RateLimit field's t, in seconds, for the counter as it
+	// stands (0: empty), or of the refusal (equal to RetryAfter).
+	Reset *int64 `json:"reset_s,omitempty"`
 	// Decision is allowed, blocked, would_block or denied for a matching
 	// rule; "no match", "not reached" or "error" otherwise.
 	Decision string `json:"decision"`
@@ -85,6 +93,13 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 				rem := s.State.Remaining
 				er.Remaining = &rem
 			}
+			if s.Key != nil && (len(s.Rule.Limits) > 0 || s.Rule.Ban > 0) {
+				retry, reset := respond.Timing(s.Rule.RetryAfter, s.State)
+				if !s.State.Allowed {
+					er.RetryAfter = &retry
+				}
+				er.Reset = &reset
+			}
 			switch s.Outcome {
 			case rules.Blocked:
 				ex.Verdict = "429 by rule " + s.Rule.Name
@@ -116,6 +131,12 @@ func (ex Explanation) WriteText(w io.Writer) {
 		}
 		if r.Remaining != nil {
 			extra = append(extra, fmt.Sprintf("remaining %d", *r.Remaining))
+		}
+		if r.RetryAfter != nil {
+			extra = append(extra, fmt.Sprintf("Retry-After %ds", *r.RetryAfter))
+		}
+		if r.Reset != nil {
+			extra = append(extra, fmt.Sprintf("t %ds", *r.Reset))
 		}
 		if r.Error != "" {
 			extra = append(extra, "error: "+r.Error)

@@ -86,6 +86,7 @@ func RunClocked(t *testing.T, newStore func(t *testing.T, now func() time.Time) 
 		{"WorkedExample", testWorkedExample},
 		{"RetryAfterIsExact", testRetryAfterIsExact},
 		{"ResetAfterEmpties", testResetAfterEmpties},
+		{"AnswerProperties", testAnswerProperties},
 		{"Expiry", testExpiry},
 		{"ClockBack", testClockBack},
 		{"BurstAndSustained", testBurstAndSustained},
