@@ -15,9 +15,15 @@ import (
 // (SPEC G9). It holds no client address: keys appear as keyed hashes, the
 // same ones the decision log writes.
 type Explanation struct {
-	Method  string          `json:"method"`
-	Path    string          `json:"path"`
-	Route   string          `json:"route"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Route  string `json:"route"`
+	// UpstreamPath is the path the upstream would get (the route's
+	// rewrite, else Path).
+	UpstreamPath string `json:"upstream_path,omitempty"`
+	// Fence is the route group whose prefix Path is under, if any: only
+	// its routes may take the path.
+	Fence   string          `json:"fence,omitempty"`
 	Mode    string          `json:"mode"`
 	Rules   []ExplainedRule `json:"rules"`
 	Verdict string          `json:"verdict"`
@@ -58,12 +64,24 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 		ex.Mode = "log-only"
 	}
 	var st state
+	fence, fenced := g.router.Fenced(p)
+	if fenced {
+		ex.Fence = fence.Group
+	}
 	route := g.router.Match(r.Method, p, &st.params)
-	if route == nil {
+	switch {
+	case route == nil && fenced:
+		ex.Verdict = "404: under /" + strings.Join(fence.Prefix, "/") + "/ (route group " + fence.Group + "), no route of the group matches"
+		return ex
+	case route == nil:
 		ex.Verdict = "404: no route matches"
 		return ex
 	}
 	ex.Route = route.Name
+	ex.UpstreamPath = p
+	if len(route.Rewrite.Parts) > 0 {
+		ex.UpstreamPath = route.Expand(&st.params)
+	}
 	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)
 	req := &st.req
 	req.HTTP, req.Path = r, p
@@ -119,7 +137,11 @@ func (ex Explanation) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "verdict: %s\n", ex.Verdict)
 		return
 	}
-	fmt.Fprintf(w, "route: %s   mode: %s\n\n", ex.Route, ex.Mode)
+	fmt.Fprintf(w, "route: %s   mode: %s\n", ex.Route, ex.Mode)
+	if ex.UpstreamPath != ex.Path {
+		fmt.Fprintf(w, "upstream path: %s\n", ex.UpstreamPath)
+	}
+	fmt.Fprintln(w)
 	for i, r := range ex.Rules {
 		line := fmt.Sprintf("%2d. %-28s %-6s %-12s", i+1, r.Name, r.Action, r.Decision)
 		var extra []string
@@ -135,7 +157,7 @@ func (ex Explanation) WriteText(w io.Writer) {
 		if r.RetryAfter != nil {
 			extra = append(extra, fmt.Sprintf("Retry-After %ds", *r.RetryAfter))
 		}
-		if r.Reset != nil {
+		if r.Reset != nil && *r.Reset > 0 {
 			extra = append(extra, fmt.Sprintf("t %ds", *r.Reset))
 		}
 		if r.Error != "" {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -247,6 +248,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		if err != nil {
 			continue
 		}
+		pt.OptionalSlash = rc.TrailingSlash == "optional"
 		var tmpl config.Template
 		if rc.Rewrite != "" {
 			if tmpl, err = config.ParseRewrite(rc.Rewrite, pt); err != nil {
@@ -299,6 +301,11 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 		g.router.Routes = append(g.router.Routes, route)
 		g.routes = append(g.routes, o.Metrics.ForRoute(rc.Name))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.RouteGroups)) {
+		if prefix, err := config.ParsePrefix(c.RouteGroups[name].Prefix); err == nil {
+			g.router.Fences = append(g.router.Fences, proxy.Fence{Group: name, Prefix: prefix})
+		}
 	}
 	g.noRoute = o.Metrics.ForRoute("")
 
