@@ -31,3 +31,20 @@ func TestExplainOpenverseRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateShowsRouteSettings: validate prints the optional trailing
+// slashes and the api group's fence of examples/openverse.yaml.
+func TestValidateShowsRouteSettings(t *testing.T) {
+	code, stdout, stderr := run(t, nil, "validate", "--config", "../../examples/openverse.yaml", "--env", "development")
+	if code != 0 {
+		t.Fatalf("validate: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"api-single   GET,HEAD /api/{type}/{id} -> api /v1/{type}/{id}/ (trailing slash optional)",
+		"under /api/: group api's routes only; 404 when none matches",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("validate lacks %q:\n%s", want, stdout)
+		}
+	}
+}
