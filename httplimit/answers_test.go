@@ -128,7 +128,8 @@ func TestAnswersMatchGateway(t *testing.T) {
 				want := http.Header{"Content-Type": {"text/plain; charset=utf-8"}}
 				if tc.opts.RateLimitFields == httplimit.FieldsAlways {
 					want["Ratelimit-Policy"] = []string{gwRule.PolicyField()}
-					want["Ratelimit"] = []string{string(respond.AppendRateLimit(nil, gwRule.PolicyName(d.Limit), d.Remaining, d.ResetAfter))}
+					_, reset := gwRule.Timing(d)
+					want["Ratelimit"] = []string{string(respond.AppendRateLimit(nil, gwRule.PolicyName(d.Limit), d.Remaining, reset))}
 				}
 				if diff := cmp.Diff(rec.Header(), want); diff != "" {
 					t.Errorf("admitted request %d: headers (-got +want):\n%s", i, diff)

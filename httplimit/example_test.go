@@ -63,7 +63,7 @@ func Example() {
 	// RateLimit-Policy: "score-set-publications";q=20;w=3600
 	// RateLimit: "score-set-publications";r=0;t=3780
 	// 200 published urn:mavedb:00000053-a-1
-	// RateLimit: "score-set-publications";r=19;t=7200
+	// RateLimit: "score-set-publications";r=19;t=3600
 }
 
 type exampleUserKey struct{}

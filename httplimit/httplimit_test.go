@@ -241,14 +241,14 @@ func TestChain(t *testing.T) {
 	}{
 		// per-ip has 4 left, per-user 1: per-user's fields, the closest.
 		// t is ResetAfter: the sliding window is empty again at 12:06.
-		{alice, want{200, `"per-user";r=1;t=120`, `"per-user";q=2;w=60`}},
-		{alice, want{200, `"per-user";r=0;t=120`, `"per-user";q=2;w=60`}},
+		{alice, want{200, `"per-user";r=1;t=60`, `"per-user";q=2;w=60`}},
+		{alice, want{200, `"per-user";r=0;t=60`, `"per-user";q=2;w=60`}},
 		// per-user refuses: per-ip counted it (it came first), per-user did not.
 		// On a refusal t is Retry-After.
 		{alice, want{429, `"per-user";r=0;t=90`, `"per-user";q=2;w=60`}},
 		// Anonymous: only per-ip counts, 1 left after this one.
-		{request{}, want{200, `"per-ip";r=1;t=120`, `"per-ip";q=5;w=60`}},
-		{request{}, want{200, `"per-ip";r=0;t=120`, `"per-ip";q=5;w=60`}},
+		{request{}, want{200, `"per-ip";r=1;t=60`, `"per-ip";q=5;w=60`}},
+		{request{}, want{200, `"per-ip";r=0;t=60`, `"per-ip";q=5;w=60`}},
 		{request{}, want{429, `"per-ip";r=0;t=72`, `"per-ip";q=5;w=60`}},
 		// Another user at the same address: per-ip refuses before per-user is asked.
 		{request{user: "bob"}, want{429, `"per-ip";r=0;t=72`, `"per-ip";q=5;w=60`}},
@@ -281,9 +281,9 @@ func TestDirectAPI(t *testing.T) {
 		t.Fatalf("first publication: %d", rec.Code)
 	}
 	d, err := pub.Take(ctx, "alice")
-	// Windows are aligned to the hour: the counter is empty again when the
-	// window after 12:00–13:00 has passed, at 14:00.
-	if want := (ratelimit.Decision{Allowed: true, Remaining: 1, ResetAfter: 2*time.Hour - 4*time.Minute}); err != nil || d != want {
+	// Windows are aligned to the hour: the quota resets when the window
+	// 12:00–13:00 ends (the events of it then fade over 13:00–14:00).
+	if want := (ratelimit.Decision{Allowed: true, Remaining: 1, ResetAfter: time.Hour - 4*time.Minute}); err != nil || d != want {
 		t.Errorf(`Take("alice") = %+v, %v; want %+v`, d, err, want)
 	}
 	if !pub.Allow(ctx, "alice") {
@@ -314,8 +314,8 @@ func TestDirectAPI(t *testing.T) {
 		t.Errorf("Check(alice) answered %d, want 429", rec.Code)
 	}
 	rec := serve(h, request{path: "/?owner=bob"})
-	if rec.Code != 204 || rec.Header().Get("RateLimit") != `"publications";r=2;t=6960` {
-		t.Errorf("Check(bob) answered %d, RateLimit %q; want 204, r=2;t=6960", rec.Code, rec.Header().Get("RateLimit"))
+	if rec.Code != 204 || rec.Header().Get("RateLimit") != `"publications";r=2;t=3360` {
+		t.Errorf("Check(bob) answered %d, RateLimit %q; want 204, r=2;t=3360", rec.Code, rec.Header().Get("RateLimit"))
 	}
 }
 
@@ -427,7 +427,7 @@ func TestShadow(t *testing.T) {
 		action string // in the log, as the gateway's
 	}{
 		{"rule", httplimit.Options{}, true, "", "count"}, // a count rule advertises nothing
-		{"log-only", httplimit.Options{LogOnly: true}, false, `"r";r=0;t=120`, "block"},
+		{"log-only", httplimit.Options{LogOnly: true}, false, `"r";r=0;t=60`, "block"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClock()
@@ -469,7 +469,7 @@ func TestRateLimitFieldsOption(t *testing.T) {
 		admitted, label string
 		refused         bool
 	}{
-		{httplimit.FieldsAlways, `"r";r=1;t=120`, "always", true},
+		{httplimit.FieldsAlways, `"r";r=1;t=60`, "always", true},
 		{httplimit.FieldsOnRefusal, "", "on refusal", true},
 		{httplimit.FieldsNever, "", "never", false},
 	} {

@@ -348,7 +348,9 @@ func (r *Rule) setFields(h http.Header, d ratelimit.Decision, scratch []byte) {
 			return
 		}
 	}
-	f := respond.AppendRateLimit(scratch[:0], r.ans.PolicyName(d.Limit), d.Remaining, d.ResetAfter)
+	d.Allowed = true // the fields of an admission
+	_, reset := r.ans.Timing(d)
+	f := respond.AppendRateLimit(scratch[:0], r.ans.PolicyName(d.Limit), d.Remaining, reset)
 	h["Ratelimit-Policy"] = r.policy
 	h["Ratelimit"] = []string{string(f)}
 }
@@ -403,8 +405,12 @@ func (r *Rule) report(req *http.Request, o Outcome, d ratelimit.Decision, err er
 		slog.String("key_type", r.keyType),
 		slog.String("limit", r.limits[min(max(d.Limit, 0), len(r.limits)-1)].String()),
 		slog.Int64("remaining", d.Remaining),
-		slog.Float64("retry_after_s", d.RetryAfter.Seconds()),
 	)
+	if !d.Allowed {
+		// What the client was (or, for a shadow rule, would have been) sent.
+		retry, _ := r.ans.Timing(d)
+		attrs = append(attrs, slog.Int64("retry_after_s", retry))
+	}
 	r.l.log.LogAttrs(context.Background(), slog.LevelInfo, "decision", attrs...)
 }
 

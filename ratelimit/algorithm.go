@@ -195,11 +195,7 @@ func (l Limit) takeSliding(s State, now, n int64) (State, outcome) {
 		s = State{Expiry: start + 2*w, Data: uint64(curr)<<32 | uint64(prev)}
 	}
 	if curr > 0 || prev > 0 {
-		end := start + w
-		if curr > 0 {
-			end += w
-		}
-		o.reset = end - now
+		o.reset = start + w - now // the current window's end
 	}
 	return s, o
 }

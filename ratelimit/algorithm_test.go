@@ -135,59 +135,60 @@ var stepTests = []struct {
 }{
 	{"sliding/peek on empty", Limit{10, sec, SlidingWindow}, []step{
 		{0, 0, ok(10, 0)},
-		{0, 1, ok(9, 2*sec)},
-		{0, 0, ok(9, 2*sec)},
-		{500 * ms, 0, ok(9, 1500*ms)},
+		// ResetAfter is the current window's end.
+		{0, 1, ok(9, sec)},
+		{0, 0, ok(9, sec)},
+		{500 * ms, 0, ok(9, 500*ms)},
 	}},
 	{"sliding/rejected not recorded", Limit{10, sec, SlidingWindow}, []step{
-		{0, 7, ok(3, 2*sec)},
+		{0, 7, ok(3, sec)},
 		// Not before the next window, at y into it: 7×(1s−y)/1s ≤ 10−5,
 		// y = 1s − ⌊5s/7⌋.
-		{0, 5, no(3, 1285714286, 2*sec)},
-		{0, 3, ok(0, 2*sec)},
+		{0, 5, no(3, 1285714286, sec)},
+		{0, 3, ok(0, sec)},
 	}},
 	{"sliding/boundary", Limit{4, sec, SlidingWindow}, []step{
-		{999 * ms, 4, ok(0, 1001*ms)},
+		{999 * ms, 4, ok(0, 1*ms)},
 		// 1ns later the previous 4 still weigh ⌈4×(1s−1ns)/1s⌉ = 4.
-		{999*ms + 1, 1, no(0, 251*ms-1, 1001*ms-1)},
+		{999*ms + 1, 1, no(0, 251*ms-1, 1*ms-1)},
 		{sec, 1, no(0, 250*ms, sec)},
-		{1250 * ms, 1, ok(0, 1750*ms)},
-		{1250 * ms, 1, no(0, 250*ms, 1750*ms)},
+		{1250 * ms, 1, ok(0, 750*ms)},
+		{1250 * ms, 1, no(0, 250*ms, 750*ms)},
 		// Two windows after the last event the counter is empty.
-		{3 * sec, 4, ok(0, 2*sec)},
+		{3 * sec, 4, ok(0, sec)},
 	}},
 	{"sliding/n greater than count", Limit{3, sec, SlidingWindow}, []step{
 		{0, 4, no(3, sec, 0)},
-		{0, 1, ok(2, 2*sec)},
-		{0, 4, no(2, sec, 2*sec)},
+		{0, 1, ok(2, sec)},
+		{0, 4, no(2, sec, sec)},
 	}},
 	// t0 is 111.5 days into a 366d window; products of counts and
 	// windows need 128 bits.
 	{"sliding/366d window", Limit{MaxWindowCount, 366 * day, SlidingWindow}, []step{
-		{0, MaxWindowCount, ok(0, 620*day+12*time.Hour)},
+		{0, MaxWindowCount, ok(0, 254*day+12*time.Hour)},
 		// In the next window, y = 366d − ⌊(c−1)×366d/c⌋ = 7362664ns.
-		{0, 1, no(0, 254*day+12*time.Hour+7362664, 620*day+12*time.Hour)},
-		{0, 0, ok(0, 620*day+12*time.Hour)},
+		{0, 1, no(0, 254*day+12*time.Hour+7362664, 254*day+12*time.Hour)},
+		{0, 0, ok(0, 254*day+12*time.Hour)},
 		// A window later the previous window weighs ⌈c×254.5/366⌉.
 		{366 * day, MaxWindowCount, no(1308439490, 254*day+12*time.Hour, 254*day+12*time.Hour)},
-		{620*day + 12*time.Hour, MaxWindowCount, ok(0, 732*day)},
+		{620*day + 12*time.Hour, MaxWindowCount, ok(0, 366*day)},
 	}},
 	{"sliding/clock back", Limit{4, sec, SlidingWindow}, []step{
-		{1500 * ms, 4, ok(0, 1500*ms)},
+		{1500 * ms, 4, ok(0, 500*ms)},
 		// 1.2s back, within a window of the window's start: counts as
 		// the start, 1s.
-		{300 * ms, 1, no(0, 1950*ms, 2700*ms)},
-		{300 * ms, 0, ok(0, 2700*ms)},
+		{300 * ms, 1, no(0, 1950*ms, 1700*ms)},
+		{300 * ms, 0, ok(0, 1700*ms)},
 		// 3.2s back, more than a window: the 4 move to the window after
 		// now's, −1s–0, and −1.7s counts as −1s.
-		{-1700 * ms, 1, no(0, 1950*ms, 2700*ms)},
-		{-1700 * ms, 0, ok(0, 2700*ms)},
-		{-750 * ms, 1, no(0, sec, 1750*ms)},
-		{250 * ms, 1, ok(0, 1750*ms)},
+		{-1700 * ms, 1, no(0, 1950*ms, 1700*ms)},
+		{-1700 * ms, 0, ok(0, 1700*ms)},
+		{-750 * ms, 1, no(0, sec, 750*ms)},
+		{250 * ms, 1, ok(0, 750*ms)},
 		// Back within the window: less time has passed, so the
 		// previous window weighs ⌈4×0.9⌉ = 4 instead of 3.
-		{100 * ms, 1, no(0, 400*ms, 1900*ms)},
-		{500 * ms, 1, ok(0, 1500*ms)},
+		{100 * ms, 1, no(0, 400*ms, 900*ms)},
+		{500 * ms, 1, ok(0, 500*ms)},
 	}},
 	{"gcra/burst then one per period", Limit{4, sec, GCRA}, []step{
 		{0, 4, ok(0, sec)},

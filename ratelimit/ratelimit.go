@@ -223,9 +223,15 @@ type Decision struct {
 	// can never be admitted; that limit reports its Window, as a hint that
 	// retrying does not help sooner.
 	RetryAfter time.Duration
-	// ResetAfter is how long until the deciding limit's counter is back to
-	// empty (its full Count available) if no more events arrive; zero when
-	// it is empty.
+	// ResetAfter is how long until the deciding limit's quota resets if no
+	// more events arrive; zero when its counter is empty. For FixedWindow
+	// it is the end of the current window, and for GCRA the instant the
+	// bucket is full: the full Count is available then. For SlidingWindow
+	// it is the end of the current aligned window: then the events of the
+	// window before no longer count at all, while this window's start to
+	// fade, so the full Count is back one Window later at the latest. It
+	// is at most Window, unless the clock went back (see Limit.Take).
+	// The RateLimit field's t is it in whole seconds (ResetSeconds).
 	ResetAfter time.Duration
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -201,6 +202,9 @@ func printEffective(w io.Writer, f *config.File) {
 			to += " " + r.Rewrite
 		}
 		var extra []string
+		if r.TrailingSlash == "optional" {
+			extra = append(extra, "trailing slash optional")
+		}
 		if r.MaxInflight > 0 {
 			extra = append(extra, fmt.Sprintf("max %d in flight", r.MaxInflight))
 		}
@@ -212,6 +216,9 @@ func printEffective(w io.Writer, f *config.File) {
 			suffix = " (" + strings.Join(extra, ", ") + ")"
 		}
 		fmt.Fprintf(w, "  %-12s %s%s -> %s%s\n", r.Name, methods, r.Path, to, suffix)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.RouteGroups)) {
+		fmt.Fprintf(w, "  under %s: group %s's routes only; 404 when none matches\n", c.RouteGroups[name].Prefix, name)
 	}
 	fmt.Fprintf(w, "\nrules (in evaluation order):\n")
 	if len(c.Rules) == 0 {

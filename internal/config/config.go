@@ -40,6 +40,9 @@ type Config struct {
 	// with exactly one upstream: one route named "default" sending every
 	// path to it.
 	Routes []Route `yaml:"routes" json:"routes"`
+	// RouteGroups fences route groups by path prefix, by group name (a
+	// group of routes).
+	RouteGroups map[string]RouteGroup `yaml:"route_groups" json:"route_groups,omitempty"`
 	// Rules are evaluated in order for every request (docs/rules.md).
 	Rules []Rule `yaml:"rules" json:"rules"`
 	// Sessions issues and verifies signed visitor sessions (SPEC O4, O9).
@@ -288,6 +291,11 @@ type Route struct {
 	// match is not this route's (the next route may take it); with a
 	// rewrite, nothing else can reach the upstream path.
 	Params map[string]ParamSpec `yaml:"params" json:"params,omitempty"`
+	// TrailingSlash is "exact" (default: a path ends in "/" exactly when
+	// Path does) or "optional": the path matches with or without one after
+	// its last segment, as Nuxt's and vue-router's non-strict routes do;
+	// a rewrite gives both the same upstream path.
+	TrailingSlash string `yaml:"trailing_slash" json:"trailing_slash,omitempty"`
 	// Query filters the query string forwarded to the upstream.
 	Query RouteQuery `yaml:"query" json:"query"`
 	// MaxInflight caps the route's requests in flight in this gateway
@@ -301,6 +309,17 @@ type Route struct {
 	// RetryAfter is the Retry-After of the route's 503/504 answers
 	// (capacity, timeouts). Default "10s".
 	RetryAfter string `yaml:"retry_after" json:"retry_after,omitempty"`
+}
+
+// RouteGroup fences the paths under Prefix: only the routes of the group
+// may take them, and one that none of them matches is answered 404 by
+// floodgate instead of falling through to a later route (an API's paths
+// never reach a catch-all frontend).
+type RouteGroup struct {
+	// Prefix is a path of literal segments, such as "/api/" ("/api" is
+	// the same); a path is under it when its first segments are those,
+	// compared without regard to ASCII case, after decoding and cleaning.
+	Prefix string `yaml:"prefix" json:"prefix"`
 }
 
 // RouteQuery filters a route's query parameters (SPEC O1).

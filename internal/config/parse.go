@@ -125,6 +125,10 @@ type Pattern struct {
 	// TrailingSlash is set when the pattern ends in "/" after a segment,
 	// as in "/api/".
 	TrailingSlash bool
+	// OptionalSlash, set from a route's trailing_slash: optional, lets a
+	// path match with or without a "/" after the last segment, whatever
+	// TrailingSlash says.
+	OptionalSlash bool
 }
 
 // Slashes returns the number of "/" in every path the pattern matches, or
@@ -133,13 +137,34 @@ type Pattern struct {
 // have without looking at its segments.
 func (p Pattern) Slashes() int {
 	n := len(p.Segments)
-	if n == 0 || p.Segments[n-1].Rest {
+	if n == 0 || p.Segments[n-1].Rest || p.OptionalSlash {
 		return -1
 	}
 	if p.TrailingSlash {
 		n++
 	}
 	return n
+}
+
+// ParsePrefix parses a route group's prefix: "/" followed by literal
+// segments, with or without a final "/" ("/api/" and "/api" are the
+// same). It returns the segments.
+func ParsePrefix(s string) ([]string, error) {
+	p, err := ParseRoutePattern(s)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("prefix: %w", err)
+	case len(p.Segments) == 0:
+		return nil, fmt.Errorf("prefix %q fences every path; name at least one segment, such as /api/", s)
+	}
+	segs := make([]string, len(p.Segments))
+	for i, seg := range p.Segments {
+		if seg.Param != "" {
+			return nil, fmt.Errorf("prefix %q: segments must be literal, not {%s}", s, seg.Param)
+		}
+		segs[i] = seg.Literal
+	}
+	return segs, nil
 }
 
 // A Segment is one segment of a Pattern: a literal, or a parameter.

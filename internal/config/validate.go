@@ -53,6 +53,7 @@ func (f *File) Validate() Problems {
 	v.store()
 	v.upstreams()
 	v.routes()
+	v.routeGroups()
 	v.rules()
 	v.responses()
 	v.internal()
@@ -268,6 +269,12 @@ func (v *validator) routes() {
 		if r.Query.OverMax != "" {
 			v.oneOf(joinKey(joinKey(path, "query"), "over_max"), "over_max value", r.Query.OverMax, []string{"reject", "drop"})
 		}
+		if r.TrailingSlash != "" {
+			v.oneOf(joinKey(path, "trailing_slash"), "trailing_slash value", r.TrailingSlash, []string{"exact", "optional"})
+			if pt, err := ParseRoutePattern(r.Path); err == nil && r.TrailingSlash == "optional" && (len(pt.Segments) == 0 || pt.Segments[len(pt.Segments)-1].Rest) {
+				v.add(joinKey(path, "trailing_slash"), fmt.Sprintf("optional has no effect on path %s, which matches any ending", r.Path))
+			}
+		}
 		v.timeouts(joinKey(path, "timeouts"), r.Timeouts)
 		v.intRange(joinKey(path, "max_inflight"), r.MaxInflight, 0, 1000000)
 		if r.TimeoutStatus != 0 && r.TimeoutStatus != 503 && r.TimeoutStatus != 504 {
@@ -332,6 +339,61 @@ func (v *validator) routes() {
 			catchAll = i
 		}
 	}
+}
+
+// routeGroups checks route_groups: each names a group of routes and
+// fences a prefix of its own, and no route of another group lies wholly
+// under a prefix (it could never match).
+func (v *validator) routeGroups() {
+	groups := map[string]bool{}
+	for _, r := range v.c.Routes {
+		groups[r.Group] = true
+	}
+	prefixes := map[string]string{} // folded prefix → group
+	fences := map[string][]string{}
+	for _, name := range sortedKeys(v.c.RouteGroups) {
+		path := joinKey("route_groups", name)
+		if !groups[name] {
+			v.add(path, fmt.Sprintf("no route is in group %q: every path under its prefix would be answered 404", name), sortedKeys(groups)...)
+		}
+		segs, err := ParsePrefix(v.c.RouteGroups[name].Prefix)
+		if err != nil {
+			v.add(joinKey(path, "prefix"), err.Error())
+			continue
+		}
+		folded := strings.ToLower(strings.Join(segs, "/"))
+		if other, dup := prefixes[folded]; dup {
+			v.add(joinKey(path, "prefix"), fmt.Sprintf("prefix %s is route_groups.%s's too", v.c.RouteGroups[name].Prefix, other))
+			continue
+		}
+		prefixes[folded] = name
+		fences[name] = segs
+	}
+	for i, r := range v.c.Routes {
+		pt, err := ParseRoutePattern(r.Path)
+		if err != nil {
+			continue
+		}
+		for _, name := range sortedKeys(fences) {
+			if r.Group != name && underPrefix(pt, fences[name]) {
+				v.add(joinKey(indexPath("routes", i), "group"), fmt.Sprintf("never matches: path %s is under route_groups.%s.prefix %s, which only routes of group %s take", r.Path, name, v.c.RouteGroups[name].Prefix, name))
+			}
+		}
+	}
+}
+
+// underPrefix reports whether every path pt matches starts with the
+// segments of prefix.
+func underPrefix(pt Pattern, prefix []string) bool {
+	if len(pt.Segments) < len(prefix) {
+		return false
+	}
+	for i, seg := range prefix {
+		if pt.Segments[i].Literal == "" || !strings.EqualFold(pt.Segments[i].Literal, seg) {
+			return false
+		}
+	}
+	return true
 }
 
 // shapeOf returns p with parameter names erased, so that patterns that

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/floodgate/floodgate/internal/respond"
 	"github.com/floodgate/floodgate/internal/rules"
 )
 
@@ -14,9 +15,15 @@ import (
 // (SPEC G9). It holds no client address: keys appear as keyed hashes, the
 // same ones the decision log writes.
 type Explanation struct {
-	Method  string          `json:"method"`
-	Path    string          `json:"path"`
-	Route   string          `json:"route"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Route  string `json:"route"`
+	// UpstreamPath is the path the upstream would get (the route's
+	// rewrite, else Path).
+	UpstreamPath string `json:"upstream_path,omitempty"`
+	// Fence is the route group whose prefix Path is under, if any: only
+	// its routes may take the path.
+	Fence   string          `json:"fence,omitempty"`
 	Mode    string          `json:"mode"`
 	Rules   []ExplainedRule `json:"rules"`
 	Verdict string          `json:"verdict"`
@@ -34,6 +41,13 @@ type ExplainedRule struct {
 	Limits  []string `json:"limits,omitempty"`
 	// Remaining is how many more requests the counter admits now.
 	Remaining *int64 `json:"remaining,omitempty"`
+	// RetryAfter is the Retry-After, in seconds, of the rule's refusal
+	// (blocked or would_block by its limits or ban), as the 429 and the
+	// decision log would give it.
+	RetryAfter *int64 `json:"retry_after_s,omitempty"`
+	// Reset is the RateLimit field's t, in seconds, for the counter as it
+	// stands (0: empty), or of the refusal (equal to RetryAfter).
+	Reset *int64 `json:"reset_s,omitempty"`
 	// Decision is allowed, blocked, would_block or denied for a matching
 	// rule; "no match", "not reached" or "error" otherwise.
 	Decision string `json:"decision"`
@@ -50,12 +64,24 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 		ex.Mode = "log-only"
 	}
 	var st state
+	fence, fenced := g.router.Fenced(p)
+	if fenced {
+		ex.Fence = fence.Group
+	}
 	route := g.router.Match(r.Method, p, &st.params)
-	if route == nil {
+	switch {
+	case route == nil && fenced:
+		ex.Verdict = "404: under /" + strings.Join(fence.Prefix, "/") + "/ (route group " + fence.Group + "), no route of the group matches"
+		return ex
+	case route == nil:
 		ex.Verdict = "404: no route matches"
 		return ex
 	}
 	ex.Route = route.Name
+	ex.UpstreamPath = p
+	if len(route.Rewrite.Parts) > 0 {
+		ex.UpstreamPath = route.Expand(&st.params)
+	}
 	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)
 	req := &st.req
 	req.HTTP, req.Path = r, p
@@ -85,6 +111,13 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 				rem := s.State.Remaining
 				er.Remaining = &rem
 			}
+			if s.Key != nil && (len(s.Rule.Limits) > 0 || s.Rule.Ban > 0) {
+				retry, reset := respond.Timing(s.Rule.RetryAfter, s.State)
+				if !s.State.Allowed {
+					er.RetryAfter = &retry
+				}
+				er.Reset = &reset
+			}
 			switch s.Outcome {
 			case rules.Blocked:
 				ex.Verdict = "429 by rule " + s.Rule.Name
@@ -104,7 +137,11 @@ func (ex Explanation) WriteText(w io.Writer) {
 		fmt.Fprintf(w, "verdict: %s\n", ex.Verdict)
 		return
 	}
-	fmt.Fprintf(w, "route: %s   mode: %s\n\n", ex.Route, ex.Mode)
+	fmt.Fprintf(w, "route: %s   mode: %s\n", ex.Route, ex.Mode)
+	if ex.UpstreamPath != ex.Path {
+		fmt.Fprintf(w, "upstream path: %s\n", ex.UpstreamPath)
+	}
+	fmt.Fprintln(w)
 	for i, r := range ex.Rules {
 		line := fmt.Sprintf("%2d. %-28s %-6s %-12s", i+1, r.Name, r.Action, r.Decision)
 		var extra []string
@@ -116,6 +153,12 @@ func (ex Explanation) WriteText(w io.Writer) {
 		}
 		if r.Remaining != nil {
 			extra = append(extra, fmt.Sprintf("remaining %d", *r.Remaining))
+		}
+		if r.RetryAfter != nil {
+			extra = append(extra, fmt.Sprintf("Retry-After %ds", *r.RetryAfter))
+		}
+		if r.Reset != nil && *r.Reset > 0 {
+			extra = append(extra, fmt.Sprintf("t %ds", *r.Reset))
 		}
 		if r.Error != "" {
 			extra = append(extra, "error: "+r.Error)

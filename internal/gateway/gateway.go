@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -259,6 +260,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		if err != nil {
 			continue
 		}
+		pt.OptionalSlash = rc.TrailingSlash == "optional"
 		var tmpl config.Template
 		if rc.Rewrite != "" {
 			if tmpl, err = config.ParseRewrite(rc.Rewrite, pt); err != nil {
@@ -311,6 +313,11 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 		g.router.Routes = append(g.router.Routes, route)
 		g.routes = append(g.routes, o.Metrics.ForRoute(rc.Name))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.RouteGroups)) {
+		if prefix, err := config.ParsePrefix(c.RouteGroups[name].Prefix); err == nil {
+			g.router.Fences = append(g.router.Fences, proxy.Fence{Group: name, Prefix: prefix})
+		}
 	}
 	g.noRoute = o.Metrics.ForRoute("")
 
@@ -459,7 +466,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		case v.Rule.Action == rules.Deny:
 			a = respond.Answer{Kind: respond.Denied, Rule: ra}
 		case v.Unavailable:
-			a = respond.Answer{Kind: respond.Unavailable, Rule: ra, RetryAfter: defaultCapacityRetry}
+			a = respond.Answer{Kind: respond.Unavailable, Rule: ra, RetryAfter: v.Decision.RetryAfter}
 		default:
 			a = respond.Answer{Kind: respond.RateLimited, Rule: ra,
 				RetryAfter: v.Decision.RetryAfter, Limit: v.Decision.Limit, Remaining: v.Decision.Remaining}
@@ -550,9 +557,10 @@ func (g *Gateway) logAccess(arrived time.Time, r *http.Request, req *rules.Reque
 	g.access.Write(rec)
 }
 
-// defaultCapacityRetry is the Retry-After of a rule's concurrency-cap 503
-// when the rule sets none.
-const defaultCapacityRetry = 10 * time.Second
+// defaultCapacityRetry is the Retry-After of a 503 for lack of capacity
+// (a route's cap, an unreachable upstream) when the configuration sets
+// none, as for a rule's.
+const defaultCapacityRetry = rules.DefaultUnavailableRetry
 
 func (g *Gateway) release(st *state) {
 	st.req.Reset()
@@ -725,7 +733,9 @@ type rateLimitFields struct {
 // the header map (addRateLimit).
 func (w *statusWriter) setRateLimit(name string, d ratelimit.Decision, policy []string) {
 	b := append(w.rl.buf[:0], "Ratelimit: "...)
-	b = respond.AppendRateLimit(b, name, d.Remaining, d.ResetAfter)
+	d.Allowed = true // the fields of an admission: a fixed retry_after has no say
+	_, reset := respond.Timing(0, d)
+	b = respond.AppendRateLimit(b, name, d.Remaining, reset)
 	value := len(b)
 	b = append(b, "\r\n"...)
 	for _, p := range policy {

@@ -73,6 +73,7 @@ func (u *upstream) count(xffContains string) int {
 // real upstream, with its admin handler and a captured log.
 type harness struct {
 	t      *testing.T
+	g      *gateway.Gateway
 	gw     *httptest.Server
 	admin  http.Handler
 	up     *upstream
@@ -108,7 +109,7 @@ func newHarness(t *testing.T, file string, env map[string]string, edit func(*con
 	if len(problems) > 0 {
 		t.Fatalf("gateway.New: %v", problems)
 	}
-	h.gw = newFront(t, g)
+	h.g, h.gw = g, newFront(t, g)
 	t.Cleanup(h.gw.Close)
 	h.admin = admin.Handler(admin.Options{Gatherer: metrics.Registry})
 	h.client = frontClient(t)
@@ -238,8 +239,8 @@ func TestMaveDBPerIPLimit(t *testing.T) {
 // (it now renders the header at WriteHeader, as net/http copies it).
 func TestForwardedResponseRateLimitFields(t *testing.T) {
 	h := newHarness(t, mavedb, behindLB, nil)
-	// t: a sliding window's count is gone two windows after it began.
-	for i, want := range []string{`"rate-limit-ip";r=1499;t=600`, `"rate-limit-ip";r=1498;t=600`} {
+	// t: the seconds to the end of the current window (w=300).
+	for i, want := range []string{`"rate-limit-ip";r=1499;t=300`, `"rate-limit-ip";r=1498;t=300`} {
 		resp, _ := h.do("GET", listPath, clientA)
 		if resp.StatusCode != 200 {
 			t.Fatalf("request %d: status %d", i+1, resp.StatusCode)

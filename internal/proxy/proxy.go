@@ -42,14 +42,31 @@ type Route struct {
 // Router finds the first route that matches a request.
 type Router struct {
 	Routes []*Route
+	// Fences keep the paths under a prefix for one group's routes.
+	Fences []Fence
+}
+
+// A Fence keeps the paths under Prefix for the routes of Group: a path
+// under it that none of them matches matches no route at all, rather
+// than a later route of another group.
+type Fence struct {
+	Group string
+	// Prefix is the literal segments a path must start with, compared
+	// without regard to ASCII case (config.ParsePrefix).
+	Prefix []string
 }
 
 // Match returns the first route matching method and the cleaned path,
-// filling p with its parameters, or nil.
+// filling p with its parameters, or nil. A path under a fence is only
+// matched by the fence's group.
 func (rt *Router) Match(method, path string, p *Params) *Route {
+	fenced, isFenced := rt.Fenced(path)
 	slashes := -1 // counted once, for the first pattern that asks
 	for _, r := range rt.Routes {
 		if len(r.Methods) > 0 && !contains(r.Methods, method) {
+			continue
+		}
+		if isFenced && r.Group != fenced.Group {
 			continue
 		}
 		if want := r.Pattern.Slashes(); want >= 0 {
@@ -65,6 +82,63 @@ func (rt *Router) Match(method, path string, p *Params) *Route {
 		}
 	}
 	return nil
+}
+
+// Fenced returns the fence the cleaned path is under (the one with the
+// longest prefix), if any. It does not allocate.
+func (rt *Router) Fenced(path string) (Fence, bool) {
+	best := -1
+	for i, f := range rt.Fences {
+		if underPrefix(path, f.Prefix) && (best < 0 || len(f.Prefix) > len(rt.Fences[best].Prefix)) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return Fence{}, false
+	}
+	return rt.Fences[best], true
+}
+
+// underPrefix reports whether path's first segments are prefix's,
+// ignoring ASCII case: "/api", "/api/" and "/API/x" are under [api];
+// "/apis" is not.
+func underPrefix(path string, prefix []string) bool {
+	if path == "" || path[0] != '/' {
+		return false
+	}
+	rest := path[1:]
+	for _, seg := range prefix {
+		s, tail, more := strings.Cut(rest, "/")
+		if !equalFoldASCII(s, seg) {
+			return false
+		}
+		if !more {
+			tail = ""
+		}
+		rest = tail
+	}
+	return true
+}
+
+// equalFoldASCII reports whether a and b are equal ignoring the case of
+// ASCII letters only.
+func equalFoldASCII(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Route) satisfied(p *Params) bool {

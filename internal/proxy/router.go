@@ -43,7 +43,8 @@ func (p *Params) set(name, value string) {
 // config.ParseRoutePattern), recording parameter values in p: "/" matches
 // every path; a literal matches itself; "{name}" one non-empty segment;
 // "{name...}" the rest of the path, one or more segments; a pattern with a
-// trailing slash requires one.
+// trailing slash requires one, and one with OptionalSlash takes a path
+// with or without one.
 func Match(pt config.Pattern, path string, p *Params) bool {
 	p.n = 0
 	if len(pt.Segments) == 0 {
@@ -69,6 +70,8 @@ func Match(pt config.Pattern, path string, p *Params) bool {
 		}
 		last := i == len(pt.Segments)-1
 		switch {
+		case last && pt.OptionalSlash:
+			return !more || tail == ""
 		case last && pt.TrailingSlash:
 			return more && tail == ""
 		case last:

@@ -135,6 +135,6 @@ func BenchmarkAppendRateLimit(b *testing.B) {
 	buf := make([]byte, 0, 64)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = AppendRateLimit(buf[:0], "rate-limit-ip", 0, 300*time.Second)
+		buf = AppendRateLimit(buf[:0], "rate-limit-ip", 0, 300)
 	}
 }

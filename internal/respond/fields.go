@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/floodgate/floodgate/ratelimit"
 )
 
 // A Policy is one quota policy as advertised in the RateLimit-Policy field
@@ -82,17 +84,13 @@ func FormatPolicy(policies ...Policy) (string, error) {
 
 // AppendRateLimit appends to dst one item of the RateLimit field
 // (draft-ietf-httpapi-ratelimit-headers-10 §4): `"policy";r=remaining;t=reset`,
-// with reset rounded up to whole seconds. A negative remaining or reset
+// with reset in whole seconds (from Timing). A negative remaining or reset
 // is written as 0, values beyond the 15 digits of an RFC 9651 Integer are
 // clamped, and bytes a String cannot hold are written as '?' (FormatPolicy
 // rejects such names at load time). To list several items, separate them
 // with ", ". It does not allocate when dst has room.
-func AppendRateLimit(dst []byte, policy string, remaining int64, reset time.Duration) []byte {
-	var secs int64
-	if reset > 0 {
-		secs = RetrySeconds(reset)
-	}
-	return appendRateLimit(dst, policy, remaining, secs)
+func AppendRateLimit(dst []byte, policy string, remaining, reset int64) []byte {
+	return appendRateLimit(dst, policy, remaining, reset)
 }
 
 func appendRateLimit(dst []byte, policy string, remaining, resetSeconds int64) []byte {
@@ -103,18 +101,48 @@ func appendRateLimit(dst []byte, policy string, remaining, resetSeconds int64) [
 	return strconv.AppendInt(dst, clampSF(resetSeconds), 10)
 }
 
+// Timing returns what floodgate tells a client about a rule's decision
+// d, in whole seconds: retryAfter, the Retry-After of a refusal (0 when d
+// admits), and reset, the RateLimit field's t. It is the one computation
+// behind the answers' fields, the decision log's retry_after_s and
+// explain, so that they agree:
+//
+//   - d admits: no Retry-After; t is d.ResetSeconds(), the time until the
+//     quota resets (for each algorithm, see ratelimit.Decision.ResetAfter),
+//     at most the policy's window w.
+//   - d refuses, and the rule has a fixed retry_after (fixed > 0, such as
+//     MaveDB's 300): Retry-After is fixed, rounded up to whole seconds,
+//     whatever the limiter computed; t is the same.
+//   - d refuses otherwise: Retry-After is d.RetryAfterSeconds(), the
+//     limiter's wait rounded up and at least 1, after which the request is
+//     admitted if nothing else is counted meanwhile; t is the same, as the
+//     draft asks (t and Retry-After name one instant).
+func Timing(fixed time.Duration, d ratelimit.Decision) (retryAfter, reset int64) {
+	switch {
+	case d.Allowed:
+		return 0, d.ResetSeconds()
+	case fixed > 0:
+		retryAfter = RetrySeconds(fixed)
+	default:
+		retryAfter = d.RetryAfterSeconds()
+	}
+	return retryAfter, retryAfter
+}
+
+// Timing returns Timing(fixed, d) for the rule's fixed retry_after
+// (RuleSpec.RetryAfter). r may be nil: no fixed value.
+func (r *Rule) Timing(d ratelimit.Decision) (retryAfter, reset int64) {
+	if r == nil {
+		return Timing(0, d)
+	}
+	return Timing(r.fixed, d)
+}
+
 // RetrySeconds returns d in whole seconds rounded up, and at least 1: the
 // Retry-After value for a refusal that lasts d. A client told to come
 // back in 0 seconds would come back at once.
 func RetrySeconds(d time.Duration) int64 {
-	s := int64(d / time.Second)
-	if d%time.Second > 0 {
-		s++
-	}
-	if s < 1 {
-		return 1
-	}
-	return s
+	return ratelimit.Decision{RetryAfter: d}.RetryAfterSeconds()
 }
 
 func clampSF(n int64) int64 {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/dunglas/httpsfv"
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/ratelimit"
 )
 
 // sfItem is an httpsfv list item in a form cmp can compare.
@@ -174,22 +176,21 @@ func TestAppendRateLimit(t *testing.T) {
 		name      string
 		policy    string
 		remaining int64
-		reset     time.Duration
+		reset     int64
 		want      sfItem
 	}{
-		{"refused", "csv", 0, 300 * time.Second, sfItem{"csv", []sfParam{{"r", int64(0)}, {"t", int64(300)}}}},
-		{"remaining", "default", 50, 30 * time.Second, sfItem{"default", []sfParam{{"r", int64(50)}, {"t", int64(30)}}}},
-		{"reset rounded up", "p", 1, 1001 * time.Millisecond, sfItem{"p", []sfParam{{"r", int64(1)}, {"t", int64(2)}}}},
+		{"refused", "csv", 0, 300, sfItem{"csv", []sfParam{{"r", int64(0)}, {"t", int64(300)}}}},
+		{"remaining", "default", 50, 30, sfItem{"default", []sfParam{{"r", int64(50)}, {"t", int64(30)}}}},
 		{"no reset", "p", 1, 0, sfItem{"p", []sfParam{{"r", int64(1)}, {"t", int64(0)}}}},
-		{"negative values", "p", -3, -time.Second, sfItem{"p", []sfParam{{"r", int64(0)}, {"t", int64(0)}}}},
-		{"clamped", "p", math.MaxInt64, math.MaxInt64, sfItem{"p", []sfParam{{"r", int64(maxSFInteger)}, {"t", int64(math.MaxInt64/time.Second) + 1}}}},
-		{"quote and backslash", `x"y\z`, 0, time.Second, sfItem{`x"y\z`, []sfParam{{"r", int64(0)}, {"t", int64(1)}}}},
-		{"invalid bytes replaced", "a\x00é", 0, time.Second, sfItem{"a???", []sfParam{{"r", int64(0)}, {"t", int64(1)}}}},
+		{"negative values", "p", -3, -1, sfItem{"p", []sfParam{{"r", int64(0)}, {"t", int64(0)}}}},
+		{"clamped", "p", math.MaxInt64, math.MaxInt64, sfItem{"p", []sfParam{{"r", int64(maxSFInteger)}, {"t", int64(maxSFInteger)}}}},
+		{"quote and backslash", `x"y\z`, 0, 1, sfItem{`x"y\z`, []sfParam{{"r", int64(0)}, {"t", int64(1)}}}},
+		{"invalid bytes replaced", "a\x00é", 0, 1, sfItem{"a???", []sfParam{{"r", int64(0)}, {"t", int64(1)}}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := string(AppendRateLimit(nil, tt.policy, tt.remaining, tt.reset))
 			if want := marshalSFList(t, []sfItem{tt.want}); got != want {
-				t.Errorf("AppendRateLimit(%q, %d, %s) = %s, want what httpsfv serializes: %s", tt.policy, tt.remaining, tt.reset, got, want)
+				t.Errorf("AppendRateLimit(%q, %d, %d) = %s, want what httpsfv serializes: %s", tt.policy, tt.remaining, tt.reset, got, want)
 			}
 			if diff := cmp.Diff(parseSFList(t, got), []sfItem{tt.want}); diff != "" {
 				t.Errorf("httpsfv parse of %s (-got +want):\n%s", got, diff)
@@ -198,9 +199,9 @@ func TestAppendRateLimit(t *testing.T) {
 	}
 
 	// Several items in one field.
-	b := AppendRateLimit(nil, "burst", 0, 10*time.Second)
+	b := AppendRateLimit(nil, "burst", 0, 10)
 	b = append(b, ", "...)
-	b = AppendRateLimit(b, "daily", 4000, time.Hour)
+	b = AppendRateLimit(b, "daily", 4000, 3600)
 	want := []sfItem{
 		{"burst", []sfParam{{"r", int64(0)}, {"t", int64(10)}}},
 		{"daily", []sfParam{{"r", int64(4000)}, {"t", int64(3600)}}},
@@ -212,7 +213,7 @@ func TestAppendRateLimit(t *testing.T) {
 
 func TestAppendRateLimitDoesNotAllocate(t *testing.T) {
 	buf := make([]byte, 0, 64)
-	if n := testing.AllocsPerRun(1000, func() { buf = AppendRateLimit(buf[:0], "rate-limit-ip", 0, 300*time.Second) }); n != 0 {
+	if n := testing.AllocsPerRun(1000, func() { buf = AppendRateLimit(buf[:0], "rate-limit-ip", 0, 300) }); n != 0 {
 		t.Errorf("AppendRateLimit allocs = %v, want 0", n)
 	}
 }
@@ -230,5 +231,29 @@ func TestRetrySeconds(t *testing.T) {
 		if got := RetrySeconds(tt.d); got != tt.want {
 			t.Errorf("RetrySeconds(%s) = %d, want %d", tt.d, got, tt.want)
 		}
+	}
+}
+
+func TestTiming(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		fixed        time.Duration
+		d            ratelimit.Decision
+		retry, reset int64
+	}{
+		{"admitted, empty counter", 0, ratelimit.Decision{Allowed: true}, 0, 0},
+		{"admitted, rounded up", 0, ratelimit.Decision{Allowed: true, ResetAfter: 1001 * time.Millisecond}, 0, 2},
+		{"admitted, fixed has no say", 300 * time.Second, ratelimit.Decision{Allowed: true, ResetAfter: 114 * time.Second}, 0, 114},
+		{"refused, computed", 0, ratelimit.Decision{RetryAfter: 116500 * time.Millisecond, ResetAfter: 113 * time.Second}, 117, 117},
+		{"refused, at least 1", 0, ratelimit.Decision{RetryAfter: time.Nanosecond}, 1, 1},
+		{"refused, fixed wins", 300 * time.Second, ratelimit.Decision{RetryAfter: 80300 * time.Millisecond}, 300, 300},
+		{"refused, fixed wins when longer too", 30 * time.Second, ratelimit.Decision{RetryAfter: 80300 * time.Millisecond}, 30, 30},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			retry, reset := Timing(tt.fixed, tt.d)
+			if retry != tt.retry || reset != tt.reset {
+				t.Errorf("Timing(%v, %+v) = %d, %d, want %d, %d", tt.fixed, tt.d, retry, reset, tt.retry, tt.reset)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/floodgate/floodgate/internal/httpsyntax"
+	"github.com/floodgate/floodgate/ratelimit"
 )
 
 // Options configure a Writer. The zero Options are valid: English by
@@ -165,7 +166,7 @@ type RuleSpec struct {
 // kind, language and format, then reused. A Rule is safe for concurrent use.
 type Rule struct {
 	name, limit string
-	retry       int64
+	fixed       time.Duration // RuleSpec.RetryAfter
 	msg         *Message
 	policyField []string // RateLimit-Policy value
 	policies    []string // policy names
@@ -192,7 +193,7 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 	case spec.RetryAfter < 0:
 		errs = append(errs, fmt.Errorf("retry_after %s is negative", spec.RetryAfter))
 	case spec.RetryAfter > 0:
-		r.retry = RetrySeconds(spec.RetryAfter)
+		r.fixed = spec.RetryAfter
 	}
 	if !utf8.ValidString(spec.Name) || !utf8.ValidString(spec.Limit) {
 		errs = append(errs, errors.New("name or limit is not valid UTF-8"))
@@ -224,7 +225,7 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 	if len(spec.Limits) > 1 {
 		r.byLimit = append(r.byLimit, r) // the first limit's is r itself
 		for _, l := range spec.Limits[1:] {
-			r.byLimit = append(r.byLimit, &Rule{name: r.name, limit: l, retry: r.retry, msg: r.msg,
+			r.byLimit = append(r.byLimit, &Rule{name: r.name, limit: l, fixed: r.fixed, msg: r.msg,
 				policyField: r.policyField, policies: r.policies, violated: r.violated})
 		}
 	}
@@ -287,7 +288,9 @@ type Answer struct {
 	// RetryAfter is how long until the request would be admitted (the
 	// limiter's Decision.RetryAfter). The Retry-After field is it rounded
 	// up to whole seconds, at least 1 for RateLimited and Unavailable,
-	// absent for other kinds when zero; a rule's fixed RetryAfter wins.
+	// absent for other kinds when zero; a rule's fixed RetryAfter wins
+	// (see Timing). On a RateLimited or Unavailable answer, the RateLimit
+	// field's t is the Retry-After.
 	RetryAfter time.Duration
 	// Limit is the index, among the rule's policies, of the limit that
 	// refused (Decision.Limit).
@@ -325,11 +328,8 @@ func (w *Writer) Write(rw http.ResponseWriter, r *http.Request, a Answer) {
 	t := rule.template(k, l, f)
 
 	var retry int64
-	switch {
-	case rule.retry > 0:
-		retry = rule.retry
-	case a.RetryAfter > 0 || k.alwaysRetry():
-		retry = RetrySeconds(a.RetryAfter)
+	if rule.fixed > 0 || a.RetryAfter > 0 || k.alwaysRetry() {
+		retry, _ = Timing(rule.fixed, ratelimit.Decision{RetryAfter: a.RetryAfter})
 	}
 	idx := 0
 	if a.Limit > 0 && a.Limit < len(rule.violated) {

@@ -153,7 +153,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 			// The store failed: never a 500. Fail open admits the request;
 			// fail closed answers 503.
 			if r.FailClosed && enforce {
-				d = ratelimit.Decision{RetryAfter: r.RetryAfter}
+				d = ratelimit.Decision{RetryAfter: r.unavailableRetry()}
 				e.observe(req, r, Blocked, key, d, err)
 				v.Rule, v.Decision, v.Unavailable = r, d, true
 				return v
@@ -230,7 +230,7 @@ func (e *Engine) decide(ctx context.Context, req *Request, r *Rule, key []byte, 
 	}
 	if r.MaxInflight > 0 || r.MaxInflightPerKey > 0 {
 		if !e.acquire(req, r, skey, enforce) {
-			return ratelimit.Decision{RetryAfter: r.RetryAfter}, true, true, nil
+			return ratelimit.Decision{RetryAfter: r.unavailableRetry()}, true, true, nil
 		}
 	}
 	if r.deferred {
@@ -355,6 +355,19 @@ func banKey(req *Request, key []byte) string {
 // banLimit admits one event per ban duration: after one is taken (the
 // refusal that starts the ban), a peek shows nothing remaining until the
 // ban is over.
+// DefaultUnavailableRetry is the Retry-After of a rule's 503 (a
+// concurrency cap, or fail_closed while the store is down) when the rule
+// sets no retry_after.
+const DefaultUnavailableRetry = 10 * time.Second
+
+// unavailableRetry is the wait of the rule's 503 answers.
+func (r *Rule) unavailableRetry() time.Duration {
+	if r.RetryAfter > 0 {
+		return r.RetryAfter
+	}
+	return DefaultUnavailableRetry
+}
+
 func banLimit(r *Rule) ratelimit.Limit {
 	return ratelimit.Limit{Count: 1, Window: r.Ban, Algorithm: ratelimit.GCRA}
 }

@@ -19,7 +19,9 @@ type Step struct {
 	// Key is the counter key (nil for deny and allow rules).
 	Key []byte
 	// State is the counter state now (a peek: Remaining is how many more
-	// requests the limit admits), for count and block rules.
+	// requests the limit admits), for count and block rules; when the rule
+	// would refuse, the refusal's Decision, with its RetryAfter. Allowed
+	// is whether the rule would admit.
 	State ratelimit.Decision
 	// Outcome is what the rule would decide for this request.
 	Outcome Outcome
@@ -93,6 +95,14 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 			st.Err = err
 			continue
 		}
+		if d.Remaining < 1 {
+			// What the refusal would say: a Take of one event, which the
+			// counter refuses and so does not record (as Evaluate's own
+			// look before counting after the response does).
+			if no, err := e.Store.Take(ctx, unsafe.String(unsafe.SliceData(key), len(key)), 1, r.storeLims...); err == nil && !no.Allowed {
+				d = no
+			}
+		}
 		d.Remaining /= r.scale
 		st.State = d
 		switch {
@@ -103,6 +113,7 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 		default:
 			st.Outcome, stopped = Blocked, true
 		}
+		st.State.Allowed = st.Outcome == Allowed
 	}
 	return steps
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/floodgate/floodgate/internal/respond"
 	"github.com/floodgate/floodgate/internal/rules"
 	"github.com/floodgate/floodgate/internal/uaclass"
 	"github.com/floodgate/floodgate/ratelimit"
@@ -110,7 +111,10 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 			attrs = append(attrs, slog.String("limit", "max_inflight_per_key "+strconv.FormatInt(r.MaxInflightPerKey, 10)))
 		}
 		if !dec.Allowed {
-			attrs = append(attrs, slog.Float64("retry_after_s", dec.RetryAfter.Seconds()))
+			// The Retry-After the client was (or, for a would-block, would
+			// have been) sent: whole seconds, the rule's fixed value if any.
+			retry, _ := respond.Timing(r.RetryAfter, dec)
+			attrs = append(attrs, slog.Int64("retry_after_s", retry))
 		}
 	}
 	d.log.LogAttrs(context.Background(), slog.LevelInfo, "decision", attrs...)

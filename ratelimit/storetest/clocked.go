@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -85,8 +87,10 @@ func testRetryAfterIsExact(t *testing.T, s ratelimit.Store, c *Clock, a ratelimi
 	}
 }
 
-// testResetAfterEmpties checks that after ResetAfter the full Count is
-// available, and not a nanosecond before.
+// testResetAfterEmpties checks ResetAfter: after it the full Count is
+// available, and not a nanosecond before (FixedWindow, GCRA); for
+// SlidingWindow, after it the current window has ended, so the previous
+// window's events no longer count and the Count is back one Window later.
 func testResetAfterEmpties(t *testing.T, s ratelimit.Store, c *Clock, a ratelimit.Algorithm) {
 	l := ratelimit.Limit{Count: 10, Window: time.Minute, Algorithm: a}
 	key := t.Name()
@@ -94,19 +98,88 @@ func testResetAfterEmpties(t *testing.T, s ratelimit.Store, c *Clock, a ratelimi
 	take(t, s, key, 4, l)
 	c.Advance(20 * time.Second)
 	d := take(t, s, key, 3, l)
-	if d.ResetAfter <= 0 || d.ResetAfter > 2*l.Window {
-		t.Fatalf("Take(%q, 3, %v) = %+v, want 0 < ResetAfter ≤ %v", key, l, d, 2*l.Window)
+	if d.ResetAfter <= 0 || d.ResetAfter > l.Window {
+		t.Fatalf("Take(%q, 3, %v) = %+v, want 0 < ResetAfter ≤ %v", key, l, d, l.Window)
 	}
 	c.Advance(d.ResetAfter - 1)
 	if p := take(t, s, key, 0, l); p.Remaining == l.Count || p.ResetAfter != 1 {
 		t.Errorf("1ns before ResetAfter, Take(%q, 0, %v) = %+v, want Remaining below %d and ResetAfter 1ns", key, l, p, l.Count)
 	}
 	c.Advance(1)
+	if a == ratelimit.SlidingWindow {
+		// The 7 of the window that ended now weigh in full; they fade
+		// over this window.
+		if p := take(t, s, key, 0, l); p.Remaining != l.Count-7 || p.ResetAfter != l.Window {
+			t.Errorf("after ResetAfter, Take(%q, 0, %v) = %+v, want Remaining %d and ResetAfter %v", key, l, p, l.Count-7, l.Window)
+		}
+		c.Advance(l.Window)
+	}
 	wantRemaining(t, s, key, l, l.Count)
 	if p := take(t, s, key, 0, l); p.ResetAfter != 0 {
 		t.Errorf("after ResetAfter, Take(%q, 0, %v) = %+v, want ResetAfter 0", key, l, p)
 	}
 }
+
+// testAnswerProperties drives random limits with random request timings
+// and checks what a client is told (Decision.ResetSeconds and
+// RetryAfterSeconds, the t of the RateLimit field and Retry-After): an
+// admission's t is at most the window in whole seconds; a refusal's t is
+// its Retry-After, at most the window (for SlidingWindow, the window plus
+// n×Window/Count); and a client that waits Retry-After seconds is
+// admitted. The random source is seeded: every run takes the same steps.
+func testAnswerProperties(t *testing.T, s ratelimit.Store, c *Clock, a ratelimit.Algorithm) {
+	rng := rand.New(rand.NewPCG(22, uint64(a)))
+	windows := []time.Duration{time.Second, 1500 * time.Millisecond, 7 * time.Second, time.Minute, 5 * time.Minute}
+	refusals, admissions := 0, 0
+	for run := range 60 {
+		l := ratelimit.Limit{Count: 1 + rng.Int64N([]int64{3, 20, 1500}[rng.IntN(3)]), Window: windows[rng.IntN(len(windows))], Algorithm: a}
+		key := fmt.Sprintf("%s/%d", t.Name(), run)
+		c.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
+		wSec := ceilSeconds(l.Window)
+		for range 100 {
+			switch rng.IntN(4) {
+			case 0: // a burst: same instant
+			case 1:
+				c.Advance(time.Duration(rng.Int64N(int64(time.Second))))
+			case 2:
+				c.Advance(time.Duration(rng.Int64N(int64(l.Window))))
+			default:
+				c.Advance(time.Duration(rng.Int64N(2 * int64(l.Window))))
+			}
+			n := 1 + rng.Int64N(min(l.Count, 3))
+			d := take(t, s, key, n, l)
+			if d.Allowed {
+				admissions++
+				if got := d.ResetSeconds(); got <= 0 || got > wSec {
+					t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, want 1 ≤ t ≤ w = %d", key, n, l, d, got, wSec)
+				}
+				continue
+			}
+			refusals++
+			retry := d.RetryAfterSeconds()
+			if got := d.ResetSeconds(); got != retry {
+				t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, want Retry-After %d", key, n, l, d, got, retry)
+			}
+			bound := wSec
+			if a == ratelimit.SlidingWindow {
+				bound = ceilSeconds(l.Window + time.Duration((n*int64(l.Window)+l.Count-1)/l.Count))
+			}
+			if retry > bound {
+				t.Fatalf("Take(%q, %d, %v) = %+v: Retry-After %d, want at most %d", key, n, l, d, retry, bound)
+			}
+			c.Advance(time.Duration(retry) * time.Second)
+			if d2 := take(t, s, key, n, l); !d2.Allowed {
+				t.Fatalf("Take(%q, %d, %v) = %+v, Retry-After %d; %ds later Take = %+v, want allowed", key, n, l, d, retry, retry, d2)
+			}
+		}
+	}
+	if refusals < 300 || admissions < 300 {
+		t.Errorf("%d refusals, %d admissions: the random timings cover too little", refusals, admissions)
+	}
+}
+
+// ceilSeconds returns d in whole seconds, rounded up.
+func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 // testExpiry checks that a counter idle for long is as new, and that
 // other counters keep counting meanwhile.

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ratelimit.Store) {
 		{"LimitsIndependent", testLimitsIndependent},
 		{"AllOrNothing", testAllOrNothing},
 		{"RepeatedLimit", testRepeatedLimit},
+		{"AnswerBounds", testAnswerBounds},
 		{"KeyNotRetained", testKeyNotRetained},
 		{"Errors", testErrors},
 		{"Cancelled", testCancelled},
@@ -86,6 +88,7 @@ func RunClocked(t *testing.T, newStore func(t *testing.T, now func() time.Time) 
 		{"WorkedExample", testWorkedExample},
 		{"RetryAfterIsExact", testRetryAfterIsExact},
 		{"ResetAfterEmpties", testResetAfterEmpties},
+		{"AnswerProperties", testAnswerProperties},
 		{"Expiry", testExpiry},
 		{"ClockBack", testClockBack},
 		{"BurstAndSustained", testBurstAndSustained},
@@ -149,6 +152,47 @@ func checkRefusal(t *testing.T, key string, d ratelimit.Decision, w time.Duratio
 	t.Helper()
 	if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 3*w || d.Remaining < 0 || d.ResetAfter < 0 || d.ResetAfter > 3*w {
 		t.Errorf("Take(%q) = %+v, want refused, 0 < RetryAfter ≤ %v, Remaining ≥ 0, 0 ≤ ResetAfter ≤ %v", key, d, 3*w, 3*w)
+	}
+}
+
+// testAnswerBounds takes random bursts under random limits on the
+// store's own clock and checks the bounds of what a client is told
+// (Decision.ResetSeconds, RetryAfterSeconds): an admission's t is at most
+// the window in whole seconds, a refusal's t is its Retry-After, at most
+// the window (for SlidingWindow, the window plus n×Window/Count). Whether
+// waiting Retry-After admits needs a clock the test steps: RunClocked's
+// AnswerProperties.
+func testAnswerBounds(t *testing.T, s ratelimit.Store, a ratelimit.Algorithm) {
+	rng := rand.New(rand.NewPCG(22, 6+uint64(a)))
+	windows := []time.Duration{time.Minute, 5 * time.Minute, time.Hour}
+	refusals, admissions := 0, 0
+	for run := range 12 {
+		l := ratelimit.Limit{Count: 1 + rng.Int64N([]int64{3, 20, 200}[rng.IntN(3)]), Window: windows[rng.IntN(len(windows))], Algorithm: a}
+		key := fmt.Sprintf("%s/%d", t.Name(), run)
+		wSec := ceilSeconds(l.Window)
+		for range 40 {
+			n := 1 + rng.Int64N(min(l.Count, 3))
+			d := take(t, s, key, n, l)
+			if d.Allowed {
+				admissions++
+				if got := d.ResetSeconds(); got <= 0 || got > wSec {
+					t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, want 1 ≤ t ≤ w = %d", key, n, l, d, got, wSec)
+				}
+				continue
+			}
+			refusals++
+			retry := d.RetryAfterSeconds()
+			bound := wSec
+			if a == ratelimit.SlidingWindow {
+				bound = ceilSeconds(l.Window + time.Duration((n*int64(l.Window)+l.Count-1)/l.Count))
+			}
+			if got := d.ResetSeconds(); got != retry || retry > bound {
+				t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, Retry-After %d, want them equal and at most %d", key, n, l, d, got, retry, bound)
+			}
+		}
+	}
+	if refusals < 50 || admissions < 50 {
+		t.Errorf("%d refusals, %d admissions: the random bursts cover too little", refusals, admissions)
 	}
 }
 
