@@ -5,7 +5,8 @@
 // Access: /metrics, /healthz and /readyz are open (scrapers and load
 // balancers call them). Every /admin/ endpoint reveals or changes
 // something and needs `Authorization: Bearer TOKEN` with the configured
-// admin.token; when no token is configured, they answer only to loopback
+// admin.token, or a browser signed in with that token at /admin/
+// (signin.go); when no token is configured, they answer only to loopback
 // peers.
 package admin
 
@@ -45,6 +46,9 @@ type Options struct {
 	// load balancer at once, where the store's failure policy (fail open
 	// or closed) decides what becomes of each request.
 	Store func(context.Context) error
+	// Now is the clock of the dashboard's rates and of browser sign-ins'
+	// expiry; nil means time.Now.
+	Now func() time.Time
 }
 
 // Handler returns the admin listener's handler:
@@ -57,6 +61,8 @@ type Options struct {
 //	GET  /admin/mode     {"mode": "enforce" | "log-only"}
 //	PUT  /admin/mode     switch the mode: body "enforce" or "log-only" (or that JSON)
 //	POST /admin/explain  what the gateway would do with a request, against live counters
+//	POST /admin/signin   the sign-in form's target: token → cookie (signin.go)
+//	POST /admin/signout  the dashboard's sign-out button
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -85,20 +91,27 @@ func Handler(o Options) http.Handler {
 	if o.Server == nil {
 		return mux
 	}
-	a := &api{s: o.Server}
+	dash := newDashboard(o) // dashboard.go
+	a := &api{s: o.Server, in: dash.signIn}
 	mux.HandleFunc("GET /admin/config", a.auth(a.config))
 	mux.HandleFunc("GET /admin/mode", a.auth(a.getMode))
 	mux.HandleFunc("PUT /admin/mode", a.auth(a.putMode))
 	mux.HandleFunc("POST /admin/explain", a.auth(a.explain))
-	mux.HandleFunc("GET /admin/{$}", a.auth(newDashboard(o).ServeHTTP)) // dashboard.go
+	mux.HandleFunc("GET /admin/{$}", a.auth(dash.ServeHTTP))
+	mux.HandleFunc("POST /admin/signin", a.signInHandler) // signin.go
+	mux.HandleFunc("POST /admin/signout", a.signOut)
 	mux.Handle("GET /admin", http.RedirectHandler("/admin/", http.StatusMovedPermanently))
 	return mux
 }
 
-type api struct{ s *gateway.Server }
+type api struct {
+	s  *gateway.Server
+	in *signIn
+}
 
-// auth admits a request with the configured bearer token, or from a
-// loopback peer when no token is configured.
+// auth admits a request with the configured bearer token, or a browser
+// signed in with it (signin.go), or from a loopback peer when no token is
+// configured.
 func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := a.s.Current().Config().Config.Admin.Token
@@ -109,6 +122,20 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			}
 			h(w, r)
 			return
+		}
+		if r.Header.Get("Authorization") == "" {
+			if in, ok := a.in.current(r, token); ok {
+				if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r, in, "") {
+					problem(w, http.StatusForbidden, "a signed-in browser changes things only from the dashboard's page ("+csrfHeader+")")
+					return
+				}
+				h(w, r.WithContext(context.WithValue(r.Context(), signedInKey{}, in)))
+				return
+			}
+			if r.Method == http.MethodGet && r.URL.Path == "/admin/" {
+				a.in.form(w, http.StatusUnauthorized, signInPage{})
+				return
+			}
 		}
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(token)) != 1 {
