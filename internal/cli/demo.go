@@ -86,8 +86,8 @@ func runDemo(ctx context.Context, env environ, args []string) error {
 			admin := "http://" + *adminListen
 			fmt.Fprintf(env.stdout, `floodgate demo: examples/openverse.yaml in front of a sample media API and web frontend.
 
-  Open http://%s/ and search. After %s searches a minute (one session), the
-  page shows floodgate's 429 message. Limits lowered for the demo: per-session
+  Open http://%s/ and search. After %s searches a minute (one session; each
+  page load counts as one too), the page shows floodgate's 429 message. Limits lowered for the demo: per-session
   %s, api-without-session %s (the example says 60/1m and 20/1m).
 
   mode         %s

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -117,4 +118,59 @@ func TestDemoDashboardInChromium(t *testing.T) {
 	p.Wait(`document.querySelector('form[action="/admin/signin"]')`)
 	p.Navigate(dash)
 	p.Wait(`document.querySelector('form[action="/admin/signin"]') && !document.getElementById('rules-table')`)
+}
+
+// TestDemoTooFastInChromium searches in the demo page until floodgate
+// answers 429: the alert says so once, and its wait counts down by the
+// page's own timer.
+func TestDemoTooFastInChromium(t *testing.T) {
+	browsertest.Path(t)
+	pub, adm := testnet.FreeAddr(t), testnet.FreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr testnet.Buffer
+	env := environ{lookup: func(string) (string, bool) { return "", false }, stdout: &testnet.Buffer{}, stderr: &stderr}
+	done := make(chan int, 1)
+	go func() { done <- run1(ctx, env, []string{"demo", "--listen", pub, "--admin-listen", adm}) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	waitFor(t, "http://"+adm+"/healthz")
+
+	p := browsertest.Open(t, t.TempDir(), 1000, 800)
+	p.Navigate("http://" + pub + "/search?q=cat&type=image")
+	p.Wait(`document.getElementById('results').children.length > 0`)
+	// The page load and its search counted 2 of the demo's 10 a minute.
+	var searched int
+	for searched = 0; searched < 20; searched++ {
+		var alert string
+		p.Eval(`document.getElementById('alert').textContent`, &alert)
+		if alert != "" {
+			break
+		}
+		p.Eval(`document.getElementById('search-form').requestSubmit()`, nil)
+		p.Wait(`document.getElementById('status').textContent !== 'Searching…'`)
+	}
+	var alert []string
+	p.Eval(`[...document.querySelectorAll('#alert p')].map(p => p.textContent)`, &alert)
+	text := strings.Join(alert, " ")
+	if n := strings.Count(strings.ToLower(text), "search"); n != 1 || strings.Contains(text, "faster than a person") {
+		t.Errorf("after %d searches the alert says it %d times: %q", searched, n, alert)
+	}
+	m := regexp.MustCompile(`try again in (\d+) seconds?\.`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("after %d searches the alert gives no wait: %q\ngateway log:\n%.2000s", searched, alert, stderr.String())
+	}
+	first, _ := strconv.Atoi(m[1])
+	if first < 2 {
+		t.Skipf("the wait is %d s: too short to see it count down", first) // a minute boundary; cannot be, with 60 s windows
+	}
+	// The page's timer, not a new answer, changes the number.
+	p.Wait(fmt.Sprintf(`(() => { const m = document.getElementById('retry-countdown').textContent.match(/in (\d+) second/);
+	  return m && +m[1] < %d; })()`, first))
+	var again []string
+	p.Eval(`[...document.querySelectorAll('#alert p')].map(p => p.textContent)`, &again)
+	if len(again) != len(alert) || again[0] != alert[0] {
+		t.Errorf("the alert changed from %q to %q: want only the wait to count down", alert, again)
+	}
 }
