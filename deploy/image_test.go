@@ -116,6 +116,9 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds floodgate and a container image: not in -short mode")
 	}
+	if os.Getenv("FLOODGATE_SKIP_IMAGE") != "" {
+		t.Skip("FLOODGATE_SKIP_IMAGE is set: not building the container image")
+	}
 	ctx := t.Context()
 	e := workingEngine(t, ctx)
 

@@ -5,7 +5,8 @@
 // Access: /metrics, /healthz and /readyz are open (scrapers and load
 // balancers call them). Every /admin/ endpoint reveals or changes
 // something and needs `Authorization: Bearer TOKEN` with the configured
-// admin.token; when no token is configured, they answer only to loopback
+// admin.token, or a browser signed in with that token at /admin/
+// (signin.go); when no token is configured, they answer only to loopback
 // peers.
 package admin
 
@@ -51,6 +52,9 @@ type Options struct {
 	// Refusals sets how refused requests are rate-limited in the log
 	// (interval, clock); zero: telemetry's defaults.
 	Refusals telemetry.LogLimiterOptions
+	// Now is the clock of the dashboard's rates and of browser sign-ins'
+	// expiry; nil means time.Now.
+	Now func() time.Time
 }
 
 // Handler returns the admin listener's handler:
@@ -63,6 +67,8 @@ type Options struct {
 //	GET  /admin/mode     {"mode": "enforce" | "log-only"}
 //	PUT  /admin/mode     switch the mode: body "enforce" or "log-only" (or that JSON)
 //	POST /admin/explain  what the gateway would do with a request, against live counters
+//	POST /admin/signin   the sign-in form's target: token → cookie (signin.go)
+//	POST /admin/signout  the dashboard's sign-out button
 //
 // Every request to an /admin/ endpoint is logged to o.Logger, admitted or
 // refused (actionlog.go).
@@ -94,21 +100,28 @@ func Handler(o Options) http.Handler {
 	if o.Server == nil {
 		return mux
 	}
-	a := &api{s: o.Server}
+	dash := newDashboard(o) // dashboard.go
+	a := &api{s: o.Server, in: dash.signIn}
 	al := newActionLog(o.Logger, o.Refusals) // actionlog.go: every request below is logged
 	mux.HandleFunc("GET /admin/config", al.wrap("read config", a.auth(a.config)))
 	mux.HandleFunc("GET /admin/mode", al.wrap("read mode", a.auth(a.getMode)))
 	mux.HandleFunc("PUT /admin/mode", al.wrap("set mode", a.auth(a.putMode)))
 	mux.HandleFunc("POST /admin/explain", al.wrap("explain", a.auth(a.explain)))
-	mux.HandleFunc("GET /admin/{$}", al.wrap("dashboard", a.auth(newDashboard(o).ServeHTTP))) // dashboard.go
+	mux.HandleFunc("GET /admin/{$}", al.wrap("dashboard", a.auth(dash.ServeHTTP)))
+	mux.HandleFunc("POST /admin/signin", al.wrap("sign in", a.signInHandler)) // signin.go
+	mux.HandleFunc("POST /admin/signout", al.wrap("sign out", a.signOut))
 	mux.Handle("GET /admin", http.RedirectHandler("/admin/", http.StatusMovedPermanently))
 	return mux
 }
 
-type api struct{ s *gateway.Server }
+type api struct {
+	s  *gateway.Server
+	in *signIn
+}
 
-// auth admits a request with the configured bearer token, or from a
-// loopback peer when no token is configured.
+// auth admits a request with the configured bearer token, or a browser
+// signed in with it (signin.go), or from a loopback peer when no token is
+// configured.
 func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		token := a.s.Current().Config().Config.Admin.Token
@@ -119,6 +132,20 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 			}
 			h(w, r)
 			return
+		}
+		if r.Header.Get("Authorization") == "" {
+			if in, ok := a.in.current(r, token); ok {
+				if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r, in, "") {
+					problem(w, http.StatusForbidden, "a signed-in browser changes things only from the dashboard's page ("+csrfHeader+")")
+					return
+				}
+				h(w, r.WithContext(context.WithValue(r.Context(), signedInKey{}, in)))
+				return
+			}
+			if r.Method == http.MethodGet && r.URL.Path == "/admin/" {
+				a.in.form(w, http.StatusUnauthorized, signInPage{})
+				return
+			}
 		}
 		if !bearerMatches(r.Header["Authorization"], token) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="floodgate admin"`)

@@ -160,6 +160,19 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Fatalf("DOM:\n%s\nfloodgate log:\n%s", dom, stderr.String())
 	}
 
+	// A window 1200 px wide holds the page: no sideways scrolling, the
+	// rules table within it.
+	p := browsertest.Open(t, filepath.Join(dir, "narrow"), 1200, 900)
+	p.Navigate(url)
+	var fit struct{ Scroll, Client, TableRight, Window float64 }
+	p.Eval(`(() => { const d = document.documentElement;
+	  return {Scroll: d.scrollWidth, Client: d.clientWidth, TableRight: document.getElementById('rules-table').getBoundingClientRect().right, Window: innerWidth}; })()`, &fit)
+	if fit.Scroll > fit.Client || fit.TableRight > fit.Window {
+		t.Errorf("at 1200 px the dashboard scrolls sideways: scrollWidth %v, clientWidth %v; the rules table ends at %v of %v",
+			fit.Scroll, fit.Client, fit.TableRight, fit.Window)
+	}
+	t.Logf("at 1200 px: %+v", fit)
+
 	run("--screenshot="+shot, url)
 	data, err := os.ReadFile(shot)
 	if err != nil {

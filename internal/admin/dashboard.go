@@ -27,7 +27,7 @@ import (
 // page needs nothing from the network, not even from the admin listener
 // (the style sheet is inlined, the charts are SVG drawn here).
 //
-//go:embed dashboard/dashboard.html.tmpl dashboard/dashboard.css
+//go:embed dashboard/dashboard.html.tmpl dashboard/signin.html.tmpl dashboard/dashboard.css dashboard/mode.js
 var dashboardFiles embed.FS
 
 // Dashboard settings.
@@ -59,6 +59,9 @@ type dashboard struct {
 	page *template.Template
 	csp  string
 	now  func() time.Time
+	// signIn is the browser sign-in (signin.go), whose form is one of
+	// the dashboard's templates.
+	signIn *signIn
 
 	mu      sync.Mutex
 	samples []sample // oldest first, at most rateWindow old
@@ -70,6 +73,10 @@ func newDashboard(o Options) *dashboard {
 	if err != nil {
 		panic(err) // embedded: cannot happen
 	}
+	js, err := dashboardFiles.ReadFile("dashboard/mode.js")
+	if err != nil {
+		panic(err)
+	}
 	t := template.Must(template.New("dashboard.html.tmpl").Funcs(template.FuncMap{
 		"num":   formatCount,
 		"num64": func(v float64) string { return formatCount(uint64(max(math.Round(v), 0))) },
@@ -80,17 +87,32 @@ func newDashboard(o Options) *dashboard {
 			return tableCell{Rule: rule, Window: window, Decision: decision, N: n}
 		},
 		"css": func() template.CSS { return template.CSS(css) },
-	}).ParseFS(dashboardFiles, "dashboard/dashboard.html.tmpl"))
-	sum := sha256.Sum256(css)
+		"js":  func() template.JS { return template.JS(js) },
+	}).ParseFS(dashboardFiles, "dashboard/dashboard.html.tmpl", "dashboard/signin.html.tmpl"))
+	style := "style-src 'sha256-" + hash(css) + "'; "
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
 	return &dashboard{
 		o:    o,
 		ring: telemetry.RingOf(o.Gatherer),
 		page: t,
-		// Nothing but the inline style sheet (by hash) and inline images.
-		csp: "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
-			"'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-		now: time.Now,
+		// Nothing but the inline style sheet and the mode switch's script
+		// (by hash), inline images and the switch's own request.
+		csp: "default-src 'none'; " + style + "script-src 'sha256-" + hash(js) + "'; connect-src 'self'; " +
+			"img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+		now: now,
+		signIn: newSignIn(now, t, "default-src 'none'; "+style+
+			"img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
 	}
+}
+
+// hash is the base64 SHA-256 of an inline script or style sheet, as a
+// Content-Security-Policy names it.
+func hash(b []byte) string {
+	sum := sha256.Sum256(b)
+	return base64.StdEncoding.EncodeToString(sum[:])
 }
 
 func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -107,6 +129,11 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := d.build(r.Context(), refresh)
+	if in, ok := signedInFrom(r.Context()); ok {
+		p.SignedIn, p.CSRF, p.CanSwitch = true, in.CSRF, true
+	} else if d.o.Server.Current().Config().Config.Admin.Token == "" {
+		p.CanSwitch = true // a loopback peer, with no token to sign in with
+	}
 	var buf bytes.Buffer
 	if err := d.page.Execute(&buf, p); err != nil {
 		problem(w, http.StatusInternalServerError, "dashboard: "+err.Error())
@@ -117,7 +144,7 @@ func (d *dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Security-Policy", d.csp)
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Referrer-Policy", "same-origin") // not no-referrer: with it, forms send "Origin: null"
 	_, _ = w.Write(buf.Bytes())
 }
 
@@ -147,6 +174,11 @@ type page struct {
 	Reloads    reloadView
 	Sessions   []metricRow
 	Plans      []metricRow
+	// SignedIn: a browser signed in with the form; CSRF is its token,
+	// for the mode switch and the sign-out button. CanSwitch: the page's
+	// script can switch the mode (signed in, or no token configured).
+	SignedIn, CanSwitch bool
+	CSRF                string
 }
 
 type ruleRow struct {
@@ -295,8 +327,9 @@ func (d *dashboard) build(ctx context.Context, refresh int) page {
 	if v, ok := single(byName, "floodgate_config_last_reload_success_timestamp_seconds"); ok && v > 0 {
 		p.Reloads.Last = time.Unix(0, int64(v*1e9)).UTC().Format(time.RFC3339)
 	}
-	// Sessions (SPEC O4, O9) and plans (O8) are not built yet: show their
-	// series once floodgate exports them, and say so until then.
+	// Visitor sessions and API-client plans export series only when
+	// configured (and plans once a client has used one): until then the
+	// page says how to configure them.
 	p.Sessions = seriesWithPrefix(fams, "floodgate_session")
 	p.Plans = seriesWithPrefix(fams, "floodgate_plan")
 	return p

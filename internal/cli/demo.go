@@ -86,14 +86,16 @@ func runDemo(ctx context.Context, env environ, args []string) error {
 			admin := "http://" + *adminListen
 			fmt.Fprintf(env.stdout, `floodgate demo: examples/openverse.yaml in front of a sample media API and web frontend.
 
-  Open http://%s/ and search. After %s searches a minute (one session), the
-  page shows floodgate's 429 message. Limits lowered for the demo: per-session
+  Open http://%s/ and search. After %s searches a minute (one session; each
+  page load counts as one too), the page shows floodgate's 429 message. Limits lowered for the demo: per-session
   %s, api-without-session %s (the example says 60/1m and 20/1m).
 
-  mode       %s
-  metrics    %s/metrics
-  dashboard  %s/admin/   (Authorization: Bearer %s)
-  switch     curl -X PUT -H 'Authorization: Bearer %s' -d '{"mode":"log-only"}' %s/admin/mode
+  mode         %s
+  metrics      %s/metrics
+  dashboard    %s/admin/   (open it in a browser and sign in with the admin token)
+  admin token  %s
+  switch       curl -X PUT -H 'Authorization: Bearer %s' -d '{"mode":"log-only"}' %s/admin/mode
+               (or the dashboard's switch button)
 
 Press Ctrl-C to stop.
 `, *listen, "10", demoLimits["per-session"][0], demoLimits["api-without-session"][0], mode,

@@ -47,3 +47,29 @@ func TestReplayInvalidConfig(t *testing.T) {
 		t.Errorf("exit code %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestReplayUnmeasuredCost: a rule that counts upstream seconds cannot be
+// replayed from a log that records no durations (a common log); replay
+// says so rather than reporting it charged 0, and still charges from a
+// log that has them (ALB's target_processing_time).
+func TestReplayUnmeasuredCost(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "cost.yaml")
+	yaml := "upstreams: {api: {url: \"http://127.0.0.1:9\"}}\n" +
+		"rules:\n  - {name: upstream-time, cost: upstream_seconds, limits: [60/1m]}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, nil, "replay", "--config", cfg, excerptLog)
+	if code != 0 || !strings.Contains(out, "upstream-time: its cost, upstream_seconds, cannot be replayed from this log") ||
+		strings.Contains(out, "charged 0") {
+		t.Errorf("common log: exit code %d, stdout:\n%s\nstderr:\n%s", code, out, stderr)
+	}
+	v := decode(t, nil, "replay", "--config", cfg, "--json", excerptLog)
+	if r := v["rules"].([]any)[0].(map[string]any); r["unmeasured"] != true {
+		t.Errorf("common log, --json: %v, want unmeasured: true", r)
+	}
+	code, out, _ = run(t, nil, "replay", "--config", cfg, albLog)
+	if code != 0 || !strings.Contains(out, "upstream-time: charged ") || strings.Contains(out, "cannot be replayed") {
+		t.Errorf("ALB log: exit code %d, stdout:\n%s", code, out)
+	}
+}

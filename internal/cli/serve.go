@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -89,11 +90,6 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	c := &f.Config
 
 	logger := telemetry.NewLogger(env.stderr, c.Log.Level)
-	stopGC, err := startGCFloor(env, logger)
-	if err != nil {
-		return err
-	}
-	defer stopGC()
 	metrics := telemetry.NewMetrics(version.String())
 	store, closer, err := gateway.NewStore(&c.Store, metrics, logger)
 	if err != nil {
@@ -116,6 +112,13 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		fmt.Fprintln(env.stderr, dedupe(problems).Error())
 		return errReported
 	}
+	// The log's first line once the configuration is known good: a
+	// broken one is reported above, alone, as text.
+	stopGC, err := startGCFloor(env, logger)
+	if err != nil {
+		return err
+	}
+	defer stopGC()
 	var draining atomic.Bool
 	// SIGHUP reloads; subscribe before any listener is up, so that a
 	// SIGHUP sent once floodgate answers never finds the default action
@@ -139,7 +142,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			_ = s.Shutdown(sctx)
 		}
 	}()
-	start := func(name, addr string, s httpServer) error {
+	// start listens on addr; change says how to choose another address
+	// when that fails ("" for listeners the user does not configure).
+	start := func(name, addr, change string, s httpServer) error {
 		network := "tcp"
 		if path, ok := strings.CutPrefix(addr, "unix:"); ok {
 			network, addr = "unix", path
@@ -150,6 +155,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		}
 		ln, err := net.Listen(network, addr)
 		if err != nil {
+			if change != "" {
+				return fmt.Errorf("%s listener: %w (choose another address with %s)", name, err, change)
+			}
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
 		servers = append(servers, s)
@@ -173,7 +181,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		return nil
 	}
 	for _, x := range hooks.extra {
-		if err := start(x.name, x.addr, newServer(x.h, &c.Server, logger)); err != nil {
+		if err := start(x.name, x.addr, "", newServer(x.h, &c.Server, logger)); err != nil {
 			return err
 		}
 	}
@@ -183,7 +191,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			if err != nil || !isLoopback(pu.Hostname()) {
 				return fmt.Errorf("--sample-upstream: upstream %s (%s) is not a loopback http address", name, u.URL)
 			}
-			if err := start("sample upstream "+name, pu.Host, newServer(sample.Handler(name), &c.Server, logger)); err != nil {
+			if err := start("sample upstream "+name, pu.Host, "upstreams."+name+".url in "+sf.file, newServer(sample.Handler(name), &c.Server, logger)); err != nil {
 				return err
 			}
 		}
@@ -198,13 +206,13 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		public = s
 	}
-	if err := start("public", c.Listen, public); err != nil {
+	if err := start("public", c.Listen, sf.change(data, "--listen", "listen", "FLOODGATE_LISTEN"), public); err != nil {
 		return err
 	}
 	if c.InternalEnabled() {
 		// Requests here are internal because of where they arrive, and
 		// only that: bind it where only the frontend can reach it.
-		if err := start("internal", c.Internal.Listen, newGatewayServer(srv.Internal(), &c.Server, logger)); err != nil {
+		if err := start("internal", c.Internal.Listen, sf.change(data, "--internal-listen", "internal.listen", "FLOODGATE_INTERNAL_LISTEN"), newGatewayServer(srv.Internal(), &c.Server, logger)); err != nil {
 			return err
 		}
 	}
@@ -252,7 +260,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			}
 		}
 		h := admin.Handler(opts)
-		if err := start("admin", c.Admin.Listen, newServer(h, &c.Server, logger)); err != nil {
+		if err := start("admin", c.Admin.Listen, sf.change(data, "--admin-listen", "admin.listen", "FLOODGATE_ADMIN_LISTEN"), newServer(h, &c.Server, logger)); err != nil {
 			return err
 		}
 	}
@@ -295,6 +303,21 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	return nil
 }
 
+// change says how to set a listener's address: the flag and, for a file
+// of one's own, the configuration key, and the environment variable when
+// the file takes the address from it (as the examples do). The demo's
+// built-in file takes only the flag.
+func (sf serveFlags) change(raw []byte, flag, key, envVar string) string {
+	if sf.data != nil {
+		return flag
+	}
+	s := flag
+	if bytes.Contains(raw, []byte("${"+envVar)) {
+		s += ", " + envVar
+	}
+	return s + " or " + key + " in " + sf.file
+}
+
 // load reads, parses, overrides with the flags, defaults and validates the
 // configuration. Problems are returned, other failures (the file cannot be
 // read) as the error.
@@ -302,8 +325,8 @@ func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, e
 	data := sf.data
 	if data == nil {
 		var err error
-		if data, err = os.ReadFile(sf.file); err != nil {
-			return nil, nil, nil, fmt.Errorf("config: %w", err)
+		if data, err = config.ReadFile(sf.file); err != nil {
+			return nil, nil, nil, err
 		}
 	}
 	f, err := config.Parse(sf.file, data, sf.env, env.lookup)

@@ -2,8 +2,10 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"reflect"
 	"regexp"
@@ -30,16 +32,35 @@ const maxAliasNodes = 10000
 // its own problems (it leaves out fields that already have one). Other
 // errors (the file cannot be read) come with a nil File.
 func Load(path, env string, lookup func(string) (string, bool)) (*File, error) {
-	fh, err := os.Open(path)
+	data, err := ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("config: read %w", err)
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("config: read %s: %w", path, err)
+		return nil, err
 	}
 	return Parse(path, data, env, lookup)
+}
+
+// ReadFile reads the configuration file at path, at most MaxFileSize+1
+// bytes (Parse reports a larger file). Its error is one line naming the
+// file and what is wrong with it ("config: cannot read nope.yaml: no such
+// file or directory"), and wraps the cause (errors.Is(err,
+// fs.ErrNotExist)).
+func ReadFile(path string) ([]byte, error) {
+	fh, err := os.Open(path)
+	var data []byte
+	if err == nil {
+		data, err = io.ReadAll(io.LimitReader(fh, MaxFileSize+1))
+		fh.Close()
+	}
+	if err != nil {
+		// The path error would repeat the path and name the system call
+		// ("open nope.yaml: …"): keep its cause only.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("config: cannot read %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // Parse reads a configuration from data; name is used in problems.

@@ -41,8 +41,9 @@ var _ http.Handler = frontend{}
 // data: images. The script searches with
 // fetch('/api/search/{image|audio}/?q=…&page_size=20'), renders title,
 // creator, license and thumbnail of each result, and on a 429 shows "You
-// are searching too fast. Please try again in N seconds." with N from
-// Retry-After and the problem+json detail below it; 403, 503, other errors
+// are searching too fast." once, with "Please try again in N seconds."
+// counting down from Retry-After (the problem+json detail, which says the
+// same with a fixed N, only without Retry-After); 403, 503, other errors
 // and network failures get their own messages.
 //
 // The handler is safe for concurrent use.

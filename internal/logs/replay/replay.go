@@ -104,6 +104,7 @@ type Replay struct {
 	index    map[*rules.Rule]int
 	clients  []clientKey // by ClientID
 	unrouted int64
+	timed    int64 // requests whose record gives the upstream's duration
 
 	// The request being replayed, reused.
 	req     rules.Request
@@ -169,6 +170,9 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 		return
 	}
 	r.now = max(r.now, rec.Time)
+	if rec.Duration > 0 {
+		r.timed++
+	}
 	r.cur.client = id
 	r.cur.hour = floorDiv(rec.Time, int64(time.Hour))
 	if len(rec.Method) == 0 || len(rec.Target) == 0 {

@@ -71,6 +71,11 @@ type Rule struct {
 	// it, for rules that count something other than requests.
 	Cost    string  `json:"cost,omitempty"`
 	Charged float64 `json:"charged,omitempty"`
+	// Unmeasured: the cost is upstream_seconds and no request of the log
+	// gave a duration (common and combined logs have none), so the
+	// rule's cost could not be replayed; Charged is then 0 for want of
+	// data, not because the upstream was idle.
+	Unmeasured bool `json:"unmeasured,omitempty"`
 	// Candidates are the rule's candidate limits (shadow thresholds
 	// counted on the same key next to the live one), with what each
 	// would have blocked.
@@ -126,6 +131,7 @@ func (r *Replay) Result() *Result {
 		out.WouldBlockClients, out.WouldBlockBrowserClients = r.count(st.clients)
 		if rule.Cost != "" && rule.Cost != config.CostRequests {
 			out.Cost, out.Charged = rule.Cost, st.charged
+			out.Unmeasured = rule.Cost == config.CostUpstreamSeconds && r.timed == 0
 		}
 		for ci, c := range st.candidates {
 			cand := Candidate{Limit: rule.Candidates[ci].String(), WouldBlockRequests: c.wouldBlock}

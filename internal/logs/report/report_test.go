@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,7 +59,12 @@ func baselineResult(t *testing.T) *baseline.Result {
 
 func replayResult(t *testing.T) *replay.Result {
 	t.Helper()
-	set, err := replay.AdHocRules([]string{"100/5m", "20/1m"}, "fixed_window")
+	return replayResultWith(t, []string{"100/5m", "20/1m"})
+}
+
+func replayResultWith(t *testing.T, limits []string) *replay.Result {
+	t.Helper()
+	set, err := replay.AdHocRules(limits, "fixed_window")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,3 +226,71 @@ func near(a, b uint8) bool {
 	d := int(a) - int(b)
 	return d >= -12 && d <= 12
 }
+
+// TestChartLabelsInChromium lays out the baseline and replay reports in
+// headless Chromium at 1200 and 800 CSS pixels and measures every
+// threshold label of every chart (getBoundingClientRect): each lies inside
+// its chart and the window, and none is under the chart's legend.
+func TestChartLabelsInChromium(t *testing.T) {
+	browsertest.Path(t)
+	dir := t.TempDir()
+	var base, rep bytes.Buffer
+	if err := BaselineHTML(&base, baselineResult(t)); err != nil {
+		t.Fatal(err)
+	}
+	// Limits at both ends of the peaks chart, with long labels: the
+	// highest lands at the right edge, under where a legend would go.
+	r := replayResultWith(t, []string{"1/1m", "2/1m", "40/1m", "80/1m", "120/1m", "100/5m", "20/5m"})
+	if err := ReplayHTML(&rep, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, pg := range []struct {
+		name string
+		html []byte
+	}{{"baseline.html", base.Bytes()}, {"replay.html", rep.Bytes()}} {
+		file := filepath.Join(dir, pg.name)
+		if err := os.WriteFile(file, pg.html, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, width := range []int{1200, 800} {
+			p := browsertest.Open(t, filepath.Join(dir, pg.name+strconv.Itoa(width)), width, 900)
+			p.Navigate("file://" + file)
+			var problems []string
+			p.Eval(chartLayoutCheck, &problems)
+			var marks int
+			p.Eval(`document.querySelectorAll('svg.chart text.mark').length`, &marks)
+			if marks == 0 {
+				t.Errorf("%s at %d px: no threshold label to check", pg.name, width)
+			}
+			for _, pr := range problems {
+				t.Errorf("%s at %d px: %s", pg.name, width, pr)
+			}
+		}
+	}
+}
+
+// chartLayoutCheck lists, in the page, every threshold label that sticks
+// out of its chart or the window, or overlaps its chart's legend.
+const chartLayoutCheck = `(() => {
+  const out = [];
+  const inside = (a, b) => a.left >= b.left - 0.5 && a.right <= b.right + 0.5 && a.top >= b.top - 0.5 && a.bottom <= b.bottom + 0.5;
+  const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const view = {left: 0, top: -1e9, right: document.documentElement.clientWidth, bottom: 1e9};
+  for (const svg of document.querySelectorAll('svg.chart')) {
+    const box = svg.getBoundingClientRect();
+    const legend = svg.querySelector('.legend');
+    if (svg.querySelector('text.mark') && !legend) out.push(svg.getAttribute('aria-labelledby') + ': no legend (class "legend") to check the labels against');
+    for (const m of svg.querySelectorAll('text.mark')) {
+      const r = m.getBoundingClientRect();
+      const name = svg.getAttribute('aria-labelledby').split(' ')[0] + ' label "' + m.textContent + '"';
+      if (!inside(r, box)) out.push(name + ' sticks out of its chart: ' + JSON.stringify(r) + ' in ' + JSON.stringify(box));
+      if (!inside(r, view)) out.push(name + ' sticks out of the window');
+      if (legend) {
+        for (const item of legend.querySelectorAll('text, line, rect')) {
+          if (overlap(r, item.getBoundingClientRect())) { out.push(name + ' is under the legend ("' + (item.textContent || item.tagName) + '")'); break; }
+        }
+      }
+    }
+  }
+  return out;
+})()`

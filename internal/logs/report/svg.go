@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Colours (Okabe–Ito, distinguishable with the common colour-vision
@@ -30,7 +31,17 @@ const (
 	marginB = 44
 	plotW   = chartW - marginL - marginR
 	plotH   = chartH - marginT - marginB
+	// legendH is the band above a peaks chart's plot that holds its
+	// legend.
+	legendH = 18
 )
+
+// markWidth is a generous estimate of the width of t in the charts' 12 px
+// bold label font (measured in Chromium: about 7.2 units a character),
+// for placing labels without a layout engine.
+func markWidth(t string) float64 {
+	return 7.6 * float64(utf8.RuneCountInString(t))
+}
 
 type svg struct{ b strings.Builder }
 
@@ -168,11 +179,14 @@ func peaksSVG(id, title, desc string, peaks []peakPoint, total, browsers int, ma
 	}
 	xTop := niceMax(float64(xmax) * 1.05)
 	yTop := niceMax(float64(max(total, 1)))
+	// The legend has a band of its own above the plot, so that it covers
+	// neither the curves nor the threshold labels.
+	top, height := float64(marginT+legendH), float64(plotH-legendH)
 	lx := func(v float64) float64 {
 		return marginL + math.Log10(math.Max(v, 1))/math.Log10(math.Max(xTop, 10))*plotW
 	}
 	ly := func(v float64) float64 {
-		return marginT + plotH - math.Log10(math.Max(v, 1))/math.Log10(math.Max(yTop, 10))*plotH
+		return top + height - math.Log10(math.Max(v, 1))/math.Log10(math.Max(yTop, 10))*height
 	}
 	// Grid at powers of ten.
 	for v := 1.0; v <= math.Max(yTop, 10); v *= 10 {
@@ -180,11 +194,11 @@ func peaksSVG(id, title, desc string, peaks []peakPoint, total, browsers int, ma
 		s.text(marginL-6, ly(v)+4, "end", "tick", strconv.FormatFloat(v, 'f', -1, 64))
 	}
 	for v := 1.0; v <= math.Max(xTop, 10); v *= 10 {
-		s.line(lx(v), marginT, lx(v), marginT+plotH, colorGrid, "", 1)
-		s.text(lx(v), marginT+plotH+18, "middle", "tick", strconv.FormatFloat(v, 'f', -1, 64))
+		s.line(lx(v), top, lx(v), top+height, colorGrid, "", 1)
+		s.text(lx(v), top+height+18, "middle", "tick", strconv.FormatFloat(v, 'f', -1, 64))
 	}
-	s.line(marginL, marginT+plotH, marginL+plotW, marginT+plotH, colorText, "", 1)
-	s.line(marginL, marginT, marginL, marginT+plotH, colorText, "", 1)
+	s.line(marginL, top+height, marginL+plotW, top+height, colorText, "", 1)
+	s.line(marginL, top, marginL, top+height, colorText, "", 1)
 	series := func(count func(peakPoint) int, n int, color, dash string) {
 		if n == 0 {
 			return
@@ -213,21 +227,29 @@ func peaksSVG(id, title, desc string, peaks []peakPoint, total, browsers int, ma
 	series(func(p peakPoint) int { return p.browsers }, browsers, colorBrowser, "7 4")
 	for i, m := range marks {
 		x := lx(float64(m.at))
-		s.line(x, marginT, x, marginT+plotH, colorThreshold, "3 3", 2)
-		s.text(x+4, marginT+12+float64(i%4)*14, "start", "mark", m.label)
+		s.line(x, top, x, top+height, colorThreshold, "3 3", 2)
+		// A label reads rightwards from its line unless that would run
+		// past the plot's right edge; then it ends at the line.
+		y := top + 12 + float64(i%4)*14
+		if x+4+markWidth(m.label) <= marginL+plotW {
+			s.text(x+4, y, "start", "mark", m.label)
+		} else {
+			s.text(x-4, y, "end", "mark", m.label)
+		}
 	}
-	// Legend, top right.
-	lx0 := float64(marginL + plotW - 170)
+	// Legend, in its band above the plot, left to right from the plot's
+	// left edge.
 	items := []struct{ color, dash, label string }{
 		{colorAll, "", "all clients"}, {colorBrowser, "7 4", "browser clients"}, {colorThreshold, "3 3", "limit"},
 	}
-	fmt.Fprintf(&s.b, `<rect x="%.1f" y="%d" width="166" height="%d" fill="#ffffff" fill-opacity="0.9" stroke="%s"/>`,
-		lx0-6, marginT+4, len(items)*16+8, colorGrid)
-	for i, it := range items {
-		y := float64(marginT + 18 + i*16)
-		s.line(lx0, y-4, lx0+28, y-4, it.color, it.dash, 2.5)
-		s.text(lx0+34, y, "start", "tick", it.label)
+	s.b.WriteString(`<g class="legend">`)
+	x, y := float64(marginL), float64(marginT+4)
+	for _, it := range items {
+		s.line(x, y-4, x+28, y-4, it.color, it.dash, 2.5)
+		s.text(x+34, y, "start", "tick", it.label)
+		x += 34 + markWidth(it.label) + 20
 	}
+	s.b.WriteString(`</g>`)
 	s.text(marginL+plotW/2, chartH-6, "middle", "axis", "peak requests in one window (log scale)")
 	s.vtext(16, marginT+plotH/2, "axis", "clients at or above (log)")
 	return s.close()

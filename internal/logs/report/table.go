@@ -169,7 +169,10 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 		if rule.Errors > 0 {
 			fmt.Fprintf(w, "  %s: %s evaluations failed (the rule was skipped for them, as the gateway does)\n", rule.Name, num(rule.Errors))
 		}
-		if rule.Cost != "" {
+		switch {
+		case rule.Unmeasured:
+			fmt.Fprintf(w, "  %s: its cost, %s, cannot be replayed from this log: no request in it records how long the upstream took (ALB and floodgate logs do, common and combined logs do not)\n", rule.Name, rule.Cost)
+		case rule.Cost != "":
 			fmt.Fprintf(w, "  %s: charged %g in %s\n", rule.Name, rule.Charged, rule.Cost)
 		}
 	}

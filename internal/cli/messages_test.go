@@ -1,0 +1,86 @@
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/floodgate/floodgate/internal/testnet"
+)
+
+// TestConfigCannotBeRead: a configuration file that is missing or is a
+// directory is one line naming the file and the cause, the same from
+// every command that reads one.
+func TestConfigCannotBeRead(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nope.yaml")
+	for _, tc := range []struct{ file, cause string }{
+		{missing, "no such file or directory"},
+		{dir, "is a directory"},
+	} {
+		for _, cmd := range []string{"serve", "validate", "explain", "diff"} {
+			args := []string{cmd, "--config", tc.file}
+			switch cmd {
+			case "explain":
+				args = append(args, "GET", "/")
+			case "diff":
+				args = append(args, "staging", "production")
+			}
+			code, _, stderr := run(t, nil, args...)
+			want := "config: cannot read " + tc.file + ": " + tc.cause
+			if code == 0 || !strings.Contains(stderr, want) || strings.Contains(stderr, "read open") ||
+				strings.Contains(stderr, "open "+tc.file) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+				t.Errorf("floodgate %s: exit %d, stderr:\n%s\nwant one line with %q", strings.Join(args, " "), code, stderr, want)
+			}
+		}
+	}
+}
+
+// TestListenerInUse: a listener that cannot listen says how to choose
+// another address: the flag, the environment variable when the file
+// takes the address from one, and the configuration key.
+func TestListenerInUse(t *testing.T) {
+	held, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	busy := held.Addr().String()
+	free := []string{testnet.FreeAddr(t), testnet.FreeAddr(t)}
+	const example = "../../examples/mavedb.yaml"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"public", []string{"--listen", busy, "--admin-listen", free[0]},
+			"public listener: listen tcp " + busy + ": bind: address already in use (choose another address with --listen, FLOODGATE_LISTEN or listen in " + example + ")"},
+		{"admin", []string{"--listen", free[1], "--admin-listen", busy},
+			"admin listener: listen tcp " + busy + ": bind: address already in use (choose another address with --admin-listen, FLOODGATE_ADMIN_LISTEN or admin.listen in " + example + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := run(t, map[string]string{"FLOODGATE_UPSTREAM": "http://127.0.0.1:9"},
+				append([]string{"serve", "--config", example, "--no-watch"}, tc.args...)...)
+			if code == 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// TestServeReportsABrokenConfigAlone: a configuration that loads but does
+// not compile is reported as text, with no log line (JSON) before it.
+func TestServeReportsABrokenConfigAlone(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "broken.yaml")
+	yaml := "upstreams: {api: {url: \"http://127.0.0.1:9\"}}\n" +
+		"rules:\n  - {name: odd, when: \"request.no_such_field == 1\", limits: [1/1m]}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, nil, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "off")
+	if code == 0 || !strings.Contains(stderr, "broken.yaml") || strings.Contains(stderr, "{\"time\"") {
+		t.Errorf("exit %d, stderr:\n%s\nwant the problem alone, no log line", code, stderr)
+	}
+}
