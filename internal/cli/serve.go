@@ -204,6 +204,12 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			return err
 		}
 	}
+	if c.DecideEnabled() {
+		// Answers only the proxies in client_ip.trusted_proxies.
+		if err := start("decide", c.Decide.Listen, newGatewayServer(srv.Decide(), &c.Server, logger)); err != nil {
+			return err
+		}
+	}
 	// The admin listener last: once /healthz answers, every listener is
 	// accepting connections.
 	if c.Admin.Listen != config.ListenOff {

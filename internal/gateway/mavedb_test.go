@@ -153,7 +153,7 @@ func (h *harness) repeat(n int, method, path, ip string, hdr ...string) map[int]
 }
 
 // metric returns the value of one exposition line such as
-// `floodgate_rule_decisions_total{decision="blocked",rule="rate-limit-ip"}`
+// `floodgate_rule_decisions_total{decision="blocked",listener="gateway",rule="rate-limit-ip"}`
 // scraped from /metrics, or -1 when the series is absent.
 func (h *harness) metric(series string) float64 { return scrape(h.admin, series) }
 
@@ -172,7 +172,7 @@ func scrape(admin http.Handler, series string) float64 {
 }
 
 func decisions(rule, decision string) string {
-	return fmt.Sprintf(`floodgate_rule_decisions_total{decision=%q,rule=%q}`, decision, rule)
+	return fmt.Sprintf(`floodgate_rule_decisions_total{decision=%q,listener="gateway",rule=%q}`, decision, rule)
 }
 
 const mavedb = "../../examples/mavedb.yaml"
