@@ -1,0 +1,215 @@
+package gateway_test
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/testnet"
+)
+
+// The addresses docs/decide.md's snippets are written with; the tests put
+// their own in their place.
+const (
+	docProxy    = "127.0.0.1:8080"
+	docUpstream = "127.0.0.1:8081"
+	docDecide   = "127.0.0.1:8083"
+)
+
+// docSnippet returns the first fenced block of language lang in
+// docs/decide.md, with the documented addresses replaced by the test's.
+// A snippet that no longer names one of them fails the test: the page
+// and the test must stay the same text.
+func docSnippet(t *testing.T, lang, proxy, upstream, decide string) string {
+	t.Helper()
+	data, err := os.ReadFile("../../docs/decide.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```" + regexp.QuoteMeta(lang) + "\n(.*?)```").FindSubmatch(data)
+	if m == nil {
+		t.Fatalf("docs/decide.md has no ```%s block", lang)
+	}
+	s := string(m[1])
+	for _, a := range [][2]string{{docProxy, proxy}, {docUpstream, upstream}, {docDecide, decide}} {
+		if !strings.Contains(s, a[0]) {
+			t.Fatalf("the %s snippet of docs/decide.md no longer names %s", lang, a[0])
+		}
+		s = strings.ReplaceAll(s, a[0], a[1])
+	}
+	return s
+}
+
+// startProcess runs a proxy binary until the test ends and waits, with a
+// bounded number of attempts, for addr to accept connections.
+func startProcess(t *testing.T, addr string, log *testnet.Buffer, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	for range 600 {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited:\n%s", name, log.String())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, waitStep)
+		if err == nil {
+			c.Close()
+			return
+		}
+		waitABit()
+	}
+	t.Fatalf("%s does not accept connections on %s:\n%s", name, addr, log.String())
+}
+
+// waitStep is how long startProcess waits between attempts to connect.
+const waitStep = 50 * time.Millisecond
+
+func waitABit() { time.Sleep(waitStep) }
+
+// proxyGet sends one request through the real proxy at addr, as a client
+// with the header fields hdr, and returns the response and its body.
+func proxyGet(t *testing.T, c *http.Client, addr, path string, hdr ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
+// mavedbBehindProxy runs examples/mavedb.yaml's acceptance scenario
+// through a real proxy at addr: 1,500 requests of one client pass, the
+// 1,501st gets 429 with Retry-After: 300, the RateLimit fields and CORS
+// fields; GPTBot gets 403 on a CSV endpoint; the upstream sees none of the
+// refused requests; the decision metrics count every one. check examines
+// the 429 further.
+func mavedbBehindProxy(t *testing.T, h *decideHarness, addr string, check func(resp *http.Response, body string)) {
+	t.Helper()
+	c := clientFrom(t, "127.0.0.1")
+	for i := range 1500 {
+		resp, body := proxyGet(t, c, addr, "/api/v1/score-sets/?page=1")
+		if resp.StatusCode != 200 || body != `{"ok":true}` {
+			t.Fatalf("request %d = %d %q, want the upstream's 200", i+1, resp.StatusCode, body)
+		}
+		if i == 0 && !strings.HasPrefix(resp.Header.Get("RateLimit"), `"rate-limit-ip";r=1499;`) {
+			t.Errorf("first response's RateLimit = %q, want 1499 remaining", resp.Header.Get("RateLimit"))
+		}
+	}
+	resp, body := proxyGet(t, c, addr, "/api/v1/score-sets/?page=1", "Origin", "https://mavedb.org", "Accept", "application/json")
+	if resp.StatusCode != 429 {
+		t.Fatalf("request 1,501 = %d %s, want 429", resp.StatusCode, body)
+	}
+	for name, want := range map[string]string{"Retry-After": "300", "Access-Control-Allow-Origin": "*", "RateLimit-Policy": `"rate-limit-ip";q=1500;w=300`} {
+		if got := resp.Header.Get(name); got != want {
+			t.Errorf("429 %s = %q, want %q", name, got, want)
+		}
+	}
+	if got := resp.Header.Get("RateLimit"); !strings.HasPrefix(got, `"rate-limit-ip";r=0;`) {
+		t.Errorf("429 RateLimit = %q, want 0 remaining", got)
+	}
+	if !strings.Contains(resp.Header.Get("Access-Control-Expose-Headers"), "Retry-After") {
+		t.Errorf("429 Access-Control-Expose-Headers = %q, want Retry-After in it", resp.Header.Get("Access-Control-Expose-Headers"))
+	}
+	check(resp, body)
+
+	resp, body = proxyGet(t, clientFrom(t, "127.0.0.3"), addr, "/api/v1/score-sets/urn:mavedb:00000001-a-1/scores",
+		"User-Agent", "Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; GPTBot/1.2; +https://openai.com/gptbot)")
+	if resp.StatusCode != 403 {
+		t.Errorf("GPTBot on a CSV endpoint = %d %s, want 403", resp.StatusCode, body)
+	}
+	if got := h.up.count("127.0.0.1"); got != 1500 {
+		t.Errorf("upstream saw %d requests of the client, want 1500 (none refused)", got)
+	}
+	if got := h.up.count("127.0.0.3"); got != 0 {
+		t.Errorf("upstream saw %d of GPTBot's requests, want 0", got)
+	}
+	for name, want := range map[string]float64{
+		`floodgate_rule_decisions_total{decision="allowed",listener="decide",rule="rate-limit-ip"}`:           1500,
+		`floodgate_rule_decisions_total{decision="blocked",listener="decide",rule="rate-limit-ip"}`:           1,
+		`floodgate_rule_decisions_total{decision="denied",listener="decide",rule="block-ai-crawlers-on-csv"}`: 1,
+		`floodgate_rule_decisions_total{decision="allowed",listener="decide",rule="shadow-requests"}`:         301,
+		`floodgate_rule_decisions_total{decision="would_block",listener="decide",rule="shadow-requests"}`:     1201,
+		`floodgate_requests_total{code="200",listener="decide",route="api"}`:                                  1500,
+		`floodgate_requests_total{code="429",listener="decide",route="api"}`:                                  1,
+		`floodgate_requests_total{code="403",listener="decide",route="csv-scores"}`:                           1,
+		`floodgate_requests_total{code="200",listener="gateway",route="api"}`:                                 0,
+	} {
+		if got := h.metric(name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestDecideBehindRealNginx runs docs/decide.md's nginx configuration,
+// in a real nginx, in front of a recording upstream, asking floodgate
+// with examples/mavedb.yaml.
+func TestDecideBehindRealNginx(t *testing.T) {
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed (Debian: apt-get install nginx-light; scripts/test installs it): the decision listener is not tested behind a real nginx")
+	}
+	h := newDecideHarness(t, config.DecideNginx, nil)
+	addr := testnet.FreeAddr(t)
+	prefix := t.TempDir()
+	server := docSnippet(t, "nginx", addr, h.up.Listener.Addr().String(), h.dec.Listener.Addr().String())
+	// The process settings around the page's snippet: one process in the
+	// foreground, files under the test's directory, and connections to
+	// floodgate from 127.0.0.2, the harness's trusted proxy.
+	conf := `daemon off;
+master_process off;
+pid ` + prefix + `/nginx.pid;
+error_log ` + prefix + `/error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path ` + prefix + `/body;
+    proxy_temp_path ` + prefix + `/proxy;
+    fastcgi_temp_path ` + prefix + `/fastcgi;
+    uwsgi_temp_path ` + prefix + `/uwsgi;
+    scgi_temp_path ` + prefix + `/scgi;
+    proxy_bind ` + proxyAddr + `;
+` + server + `
+}
+`
+	path := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := &testnet.Buffer{}
+	startProcess(t, addr, log, bin, "-p", prefix, "-c", path)
+	mavedbBehindProxy(t, h, addr, func(resp *http.Response, body string) {
+		if !strings.Contains(body, `"status":429`) || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("429 body %q (%s), want nginx's problem+json", body, resp.Header.Get("Content-Type"))
+		}
+	})
+	if errs, _ := os.ReadFile(filepath.Join(prefix, "error.log")); strings.Contains(string(errs), "[error]") {
+		t.Errorf("nginx logged errors:\n%s", errs)
+	}
+}
