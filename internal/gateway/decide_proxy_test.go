@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"bufio"
 	"io"
 	"net"
 	"net/http"
@@ -211,5 +212,106 @@ http {
 	})
 	if errs, _ := os.ReadFile(filepath.Join(prefix, "error.log")); strings.Contains(string(errs), "[error]") {
 		t.Errorf("nginx logged errors:\n%s", errs)
+	}
+}
+
+// replay sends raw, as one HTTP/1.1 request from the trusted proxy's
+// address, to the decision listener and returns the answer and its body.
+func (h *decideHarness) replay(raw string) (*http.Response, string) {
+	h.t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(proxyAddr)}}
+	c, err := d.Dial("tcp", h.dec.Listener.Addr().String())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, strings.ReplaceAll(raw, "\n", "\r\n")); err != nil {
+		h.t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		h.t.Fatalf("reading the answer: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
+// TestDecideTraefikForwardAuthShape replays the request Traefik's
+// ForwardAuth middleware sends, as its documentation gives it: a GET to
+// the configured address with the client's header fields and
+// X-Forwarded-Method, -Proto, -Host, -Uri and -For. Traefik relays a
+// non-2xx answer as it is, so the client gets floodgate's 429.
+func TestDecideTraefikForwardAuthShape(t *testing.T) {
+	h := newDecideHarness(t, config.DecideForwarded, func(c *config.Config) {
+		c.Rules[2].Limits = []string{"2/5m"}
+	})
+	req := `GET /decide HTTP/1.1
+Host: ` + h.dec.Listener.Addr().String() + `
+User-Agent: curl/8.5.0
+Accept: application/json
+Accept-Language: es
+X-Forwarded-For: 192.0.2.60
+X-Forwarded-Host: api.mavedb.org
+X-Forwarded-Method: GET
+X-Forwarded-Proto: https
+X-Forwarded-Uri: /api/v1/score-sets/?q=brca1
+Connection: close
+
+`
+	for i := range 2 {
+		if resp, body := h.replay(req); resp.StatusCode != 200 || body != "" {
+			t.Fatalf("decision %d = %d %q, want an empty 200", i+1, resp.StatusCode, body)
+		}
+	}
+	resp, body := h.replay(req)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "300" || resp.Header.Get("Content-Language") != "es" ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+		t.Errorf("third decision = %d, Retry-After %q, %s in %q; want 429, 300, problem+json in es:\n%s",
+			resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), resp.Header.Get("Content-Language"), body)
+	}
+	// The CSV endpoint by its host-independent path, GPTBot denied.
+	deny := strings.Replace(strings.Replace(req, "curl/8.5.0", "GPTBot/1.2", 1), "/api/v1/score-sets/?q=brca1", "/api/v1/score-sets/urn:mavedb:1/mapped-variants", 1)
+	if resp, _ := h.replay(strings.Replace(deny, "192.0.2.60", "192.0.2.61", 1)); resp.StatusCode != 403 {
+		t.Errorf("GPTBot on a CSV endpoint = %d, want 403", resp.StatusCode)
+	}
+}
+
+// TestDecideEnvoyExtAuthzShape replays the check request of Envoy's
+// ext_authz filter with an HTTP service (path_prefix: /decide), as its
+// documentation gives it: the original method, path_prefix followed by
+// the original path and query, the original Host, Content-Length: 0, and
+// the header fields allowed_headers lets through (here x-forwarded-for,
+// x-forwarded-proto, user-agent, accept).
+func TestDecideEnvoyExtAuthzShape(t *testing.T) {
+	h := newDecideHarness(t, config.DecideEnvoy, func(c *config.Config) {
+		c.Rules[2].Limits = []string{"2/5m"}
+	})
+	req := `POST /decide/api/v1/score-sets/search?limit=10 HTTP/1.1
+host: api.mavedb.org
+content-length: 0
+user-agent: python-requests/2.32.3
+accept: application/problem+json
+x-forwarded-for: 198.51.100.70
+x-forwarded-proto: https
+x-envoy-expected-rq-timeout-ms: 200
+connection: close
+
+`
+	for i := range 2 {
+		resp, body := h.replay(req)
+		if resp.StatusCode != 200 || body != "" || resp.Header.Get("RateLimit") == "" {
+			t.Fatalf("check %d = %d %q RateLimit %q, want an empty 200 with RateLimit", i+1, resp.StatusCode, body, resp.Header.Get("RateLimit"))
+		}
+	}
+	resp, body := h.replay(req)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "300" || !strings.Contains(body, `"status":429`) {
+		t.Errorf("third check = %d, Retry-After %q, body %q; want 429, 300, problem+json", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if got := h.metric(`floodgate_rule_decisions_total{decision="blocked",listener="decide",rule="rate-limit-ip"}`); got != 1 {
+		t.Errorf("blocked decisions = %v, want 1", got)
+	}
+	if resp, _ := h.replay(strings.Replace(req, "/decide/api", "/decideapi", 1)); resp.StatusCode != 404 {
+		t.Errorf("a path not under /decide/ = %d, want 404", resp.StatusCode)
 	}
 }
