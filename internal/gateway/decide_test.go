@@ -24,25 +24,28 @@ const proxyAddr = "127.0.0.2"
 // store, with a client that connects from the trusted proxy's address and
 // one that connects from elsewhere.
 type decideHarness struct {
-	t         *testing.T
+	t         testing.TB
 	srv       *gateway.Server
 	gw, dec   *httptest.Server
 	admin     http.Handler
-	up        *upstream
+	up        *upstream // nil in benchmarks
 	clock     *clock
 	logs      *testnet.Buffer
 	proxy     *http.Client // from proxyAddr
 	untrusted *http.Client // from 127.0.0.1
 }
 
-func newDecideHarness(t *testing.T, protocol string, edit func(*config.Config)) *decideHarness {
+func newDecideHarness(t testing.TB, protocol string, edit func(*config.Config)) *decideHarness {
 	t.Helper()
-	h := &decideHarness{t: t, up: newUpstream(t), clock: newClock(), logs: &testnet.Buffer{}}
+	h := &decideHarness{t: t, clock: newClock(), logs: &testnet.Buffer{}}
 	vars := map[string]string{
-		"FLOODGATE_UPSTREAM":        h.up.URL,
 		"FLOODGATE_TRUSTED_PROXIES": proxyAddr,
 		"FLOODGATE_DECIDE_LISTEN":   "127.0.0.1:0",
 		"FLOODGATE_DECIDE_PROTOCOL": protocol,
+	}
+	if tt, ok := t.(*testing.T); ok {
+		h.up = newUpstream(tt)
+		vars["FLOODGATE_UPSTREAM"] = h.up.URL
 	}
 	f, err := config.Load("../../examples/mavedb.yaml", "", func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
 	if err != nil {
@@ -71,7 +74,7 @@ func newDecideHarness(t *testing.T, protocol string, edit func(*config.Config)) 
 
 // clientFrom returns a client whose connections come from the loopback
 // address ip.
-func clientFrom(t *testing.T, ip string) *http.Client {
+func clientFrom(t testing.TB, ip string) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	tr := &http.Transport{DialContext: d.DialContext}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -128,7 +131,7 @@ func (h *decideHarness) metric(name string) float64 {
 
 // scrapeMetric returns the value of the series written exactly as name in
 // the admin handler's exposition, 0 when absent.
-func scrapeMetric(t *testing.T, adm http.Handler, name string) float64 {
+func scrapeMetric(t testing.TB, adm http.Handler, name string) float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	adm.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
