@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -51,10 +52,13 @@ func docSnippet(t *testing.T, lang, proxy, upstream, decide string) string {
 
 // startProcess runs a proxy binary until the test ends and waits, with a
 // bounded number of attempts, for addr to accept connections.
-func startProcess(t *testing.T, addr string, log *testnet.Buffer, name string, args ...string) {
+func startProcess(t *testing.T, addr string, log *testnet.Buffer, env []string, name string, args ...string) {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -113,6 +117,10 @@ func proxyGet(t *testing.T, c *http.Client, addr, path string, hdr ...string) (*
 // the 429 further.
 func mavedbBehindProxy(t *testing.T, h *decideHarness, addr string, check func(resp *http.Response, body string)) {
 	t.Helper()
+	h.up.mu.Lock()
+	clear(h.up.byXFF)
+	h.up.mu.Unlock()
+	t.Helper()
 	c := clientFrom(t, "127.0.0.1")
 	for i := range 1500 {
 		resp, body := proxyGet(t, c, addr, "/api/v1/score-sets/?page=1")
@@ -151,6 +159,11 @@ func mavedbBehindProxy(t *testing.T, h *decideHarness, addr string, check func(r
 	if got := h.up.count("127.0.0.3"); got != 0 {
 		t.Errorf("upstream saw %d of GPTBot's requests, want 0", got)
 	}
+	h.up.mu.Lock()
+	if n := h.up.floodgateFields; n != 0 {
+		t.Errorf("%d requests reached the upstream with X-Floodgate-… fields", n)
+	}
+	h.up.mu.Unlock()
 	for name, want := range map[string]float64{
 		`floodgate_rule_decisions_total{decision="allowed",listener="decide",rule="rate-limit-ip"}`:           1500,
 		`floodgate_rule_decisions_total{decision="blocked",listener="decide",rule="rate-limit-ip"}`:           1,
@@ -204,7 +217,7 @@ http {
 		t.Fatal(err)
 	}
 	log := &testnet.Buffer{}
-	startProcess(t, addr, log, bin, "-p", prefix, "-c", path)
+	startProcess(t, addr, log, nil, bin, "-p", prefix, "-c", path)
 	mavedbBehindProxy(t, h, addr, func(resp *http.Response, body string) {
 		if !strings.Contains(body, `"status":429`) || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
 			t.Errorf("429 body %q (%s), want nginx's problem+json", body, resp.Header.Get("Content-Type"))
@@ -212,6 +225,75 @@ http {
 	})
 	if errs, _ := os.ReadFile(filepath.Join(prefix, "error.log")); strings.Contains(string(errs), "[error]") {
 		t.Errorf("nginx logged errors:\n%s", errs)
+	}
+}
+
+// caddyVersion is the Caddy that scripts/test builds, from the Go module
+// proxy, for TestDecideBehindRealCaddy.
+const caddyVersion = "v2.11.9"
+
+// caddyBinary returns the path of that Caddy: $FLOODGATE_CADDY, else where
+// scripts/test puts it; "" when neither is there.
+func caddyBinary() string {
+	p := os.Getenv("FLOODGATE_CADDY")
+	if p == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return ""
+		}
+		p = filepath.Join(dir, "floodgate-caddy", caddyVersion, "caddy")
+	}
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+// TestDecideBehindRealCaddy runs docs/decide.md's Caddyfile, in a real
+// Caddy (forward_auth), in front of a recording upstream, asking floodgate
+// with examples/mavedb.yaml: the nginx test's scenario, the client
+// receiving floodgate's own problem+json 429.
+func TestDecideBehindRealCaddy(t *testing.T) {
+	bin := caddyBinary()
+	if bin == "" {
+		t.Skip("no Caddy " + caddyVersion + " (scripts/test builds it: GOBIN=~/.cache/floodgate-caddy/" + caddyVersion +
+			" go install github.com/caddyserver/caddy/v2/cmd/caddy@" + caddyVersion + "; or set FLOODGATE_CADDY): the decision listener is not tested behind a real Caddy")
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil || !strings.HasPrefix(string(out), caddyVersion) {
+		t.Fatalf("%s version = %q, %v; want %s", bin, out, err, caddyVersion)
+	}
+	// Caddy asks from 127.0.0.1, the clients' address too: trusted, it is
+	// passed over in X-Forwarded-For's walk, which then ends on it.
+	h := newDecideHarness(t, config.DecideForwarded, func(c *config.Config) {
+		c.ClientIP.TrustedProxies = config.StringList{"127.0.0.1"}
+	})
+	addr := testnet.FreeAddr(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "Caddyfile")
+	conf := docSnippet(t, "caddyfile", addr, h.up.Listener.Addr().String(), h.dec.Listener.Addr().String())
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := &testnet.Buffer{}
+	env := []string{"HOME=" + dir, "XDG_DATA_HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
+	startProcess(t, addr, log, env, bin, "run", "--config", path, "--adapter", "caddyfile")
+	mavedbBehindProxy(t, h, addr, func(resp *http.Response, body string) {
+		var p struct {
+			Type   string `json:"type"`
+			Status int    `json:"status"`
+		}
+		if err := json.Unmarshal([]byte(body), &p); err != nil || p.Status != 429 || !strings.Contains(p.Type, "quota-exceeded") ||
+			!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("429 body %q (%s), want floodgate's problem+json", body, resp.Header.Get("Content-Type"))
+		}
+	})
+	h.up.mu.Lock()
+	defer h.up.mu.Unlock()
+	for path := range h.up.byPath {
+		if path == "/decide" {
+			t.Errorf("the upstream was asked for /decide")
+		}
 	}
 }
 

@@ -39,6 +39,9 @@ type upstream struct {
 	byXFF   map[string]int // requests by the X-Forwarded-For it received
 	byPath  map[string]int
 	lastXFF string
+	// floodgateFields counts requests that reached it with a field named
+	// X-Floodgate-…: floodgate's answers to a proxy must stay there.
+	floodgateFields int
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -49,6 +52,12 @@ func newUpstream(t *testing.T) *upstream {
 		u.byXFF[xff]++
 		u.byPath[r.URL.Path]++
 		u.lastXFF = xff
+		for k := range r.Header {
+			if strings.HasPrefix(k, "X-Floodgate-") {
+				u.floodgateFields++
+				break
+			}
+		}
 		u.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"ok":true}`)
