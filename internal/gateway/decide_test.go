@@ -243,6 +243,11 @@ func TestDecideNginxAnswers(t *testing.T) {
 	if got := h.metric(`floodgate_rule_decisions_total{decision="denied",listener="decide",rule="block-ai-crawlers-on-csv"}`); got != 1 {
 		t.Errorf("denied decisions = %v, want 1", got)
 	}
+	for _, want := range []string{`"decision":"blocked","listener":"decide","route":"api"`, `"decision":"denied","listener":"decide","route":"csv-scores"`} {
+		if !strings.Contains(h.logs.String(), want) {
+			t.Errorf("the decision log has no record with %s:\n%s", want, h.logs.String())
+		}
+	}
 }
 
 // TestDecideRefusesWhatItCannotTrust: a peer outside trusted_proxies, and

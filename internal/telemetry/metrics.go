@@ -193,6 +193,7 @@ const (
 // RuleMetrics holds the pre-resolved per-rule counters of one rule set, so
 // that counting a decision costs no label lookup.
 type RuleMetrics struct {
+	listener   string                    // the listener label of these series
 	degraded   [][2]prometheus.Counter   // by rule index: fail_open, fail_closed
 	decisions  [][4]prometheus.Counter   // by rule index, by rules.Outcome
 	errors     [][3]prometheus.Counter   // condition, key, store
@@ -207,6 +208,7 @@ type RuleMetrics struct {
 // rule's series exists before its first match.
 func (m *Metrics) ForRules(set *rules.Set, listener string) *RuleMetrics {
 	rm := &RuleMetrics{
+		listener:   listener,
 		decisions:  make([][4]prometheus.Counter, len(set.Rules)),
 		errors:     make([][3]prometheus.Counter, len(set.Rules)),
 		candidates: make([][][2]prometheus.Counter, len(set.Rules)),
