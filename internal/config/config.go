@@ -196,7 +196,7 @@ type Server struct {
 	// ShutdownGrace is how long in-flight requests may run after SIGTERM
 	// before floodgate exits anyway. Default "30s".
 	ShutdownGrace string `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
-	// Engine serves the public and internal listeners' plain-text
+	// Engine serves the public, internal and decision listeners' plain-text
 	// HTTP/1.x: floodgate (default: package h1server, less work per
 	// request) or net/http (Go's own server). With tls, net/http serves
 	// (HTTP/2 by ALPN) whatever this says.
