@@ -77,22 +77,22 @@ type Rule struct {
 	// ConfigIndex is the index of the rule in the configuration's rules.
 	ConfigIndex int
 
-	when      *condition  // nil: always
-	whenSrc   string      // when's source, trimmed
-	whenSlot  int         // rules with the same when share a slot (< 64), evaluated once a request; -1: none
-	countWhen cel.Program // nil: every request counts
-	deferred  bool        // counted after the response (count_when or a cost)
-	// needsResponse: the rule holds a slot until the response or counts
-	// after it (NeedsResponse), so it cannot decide without forwarding.
-	needsResponse bool
-	scale         int64             // store units per cost unit (1000 for upstream_seconds: ms)
-	storeLims     []ratelimit.Limit // Limits in store units
-	prefix        string            // counter-key prefix: rule name and key spec
-	capKey        string            // Inflight key of the per-process cap
-	parts         []keyPart
+	when      *condition        // nil: always
+	whenSrc   string            // when's source, trimmed
+	whenSlot  int               // rules with the same when share a slot (< 64), evaluated once a request; -1: none
+	countWhen cel.Program       // nil: every request counts
+	deferred  bool              // counted after the response (count_when or a cost)
+	scale     int64             // store units per cost unit (1000 for upstream_seconds: ms)
+	storeLims []ratelimit.Limit // Limits in store units
+	prefix    string            // counter-key prefix: rule name and key spec
+	capKey    string            // Inflight key of the per-process cap
+	parts     []keyPart
 	// needs are the request identities the rule's key is made of
 	// (session, API client): without them, the rule does not apply.
 	needsSession, needsClient bool
+	// needsResponse: the rule holds a slot until the response or counts
+	// after it (NeedsResponse), so it cannot decide without forwarding.
+	needsResponse bool
 }
 
 // Set is a compiled, ordered rule list. It is immutable and safe for
