@@ -365,7 +365,7 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 				t = new([4]uint64)
 				totals[l["rule"]] = t
 			}
-			t[o] = uint64(value(m))
+			t[o] += uint64(value(m)) // summed over listeners
 		}
 	}
 	configured := map[string]bool{}

@@ -71,6 +71,21 @@ func TestValidatePrintsEffectiveRules(t *testing.T) {
 	golden(t, "mavedb.golden", stdout)
 }
 
+// TestValidateListsWhatTheDecisionListenerSkips: with the decision
+// listener on, validate names every rule it cannot enforce and why.
+func TestValidateListsWhatTheDecisionListenerSkips(t *testing.T) {
+	code, stdout, stderr := run(t, map[string]string{"FLOODGATE_TRUSTED_PROXIES": "127.0.0.1", "FLOODGATE_DECIDE_LISTEN": "127.0.0.1:8083"},
+		"validate", "--config", "../../examples/mavedb.yaml")
+	if code != 0 {
+		t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, stderr)
+	}
+	_, decide, ok := strings.Cut(stdout, "\ndecision listener:")
+	if !ok {
+		t.Fatalf("no decision listener section:\n%s", stdout)
+	}
+	golden(t, "mavedb-decide.golden", "decision listener:"+decide)
+}
+
 // TestValidateHidesCredentials: validate's summary goes to CI logs and,
 // through the systemd unit's ExecStartPre, the journal: the store URL's
 // password is masked, as in serve's logs. (An upstream's

@@ -216,6 +216,12 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			return err
 		}
 	}
+	if c.DecideEnabled() {
+		// Answers only the proxies in client_ip.trusted_proxies.
+		if err := start("decide", c.Decide.Listen, sf.change(data, "", "decide.listen", "FLOODGATE_DECIDE_LISTEN"), newGatewayServer(srv.Decide(), &c.Server, logger)); err != nil {
+			return err
+		}
+	}
 	// The admin listener last: once /healthz answers, every listener is
 	// accepting connections.
 	if c.Admin.Listen != config.ListenOff {
@@ -311,11 +317,18 @@ func (sf serveFlags) change(raw []byte, flag, key, envVar string) string {
 	if sf.data != nil {
 		return flag
 	}
-	s := flag
-	if bytes.Contains(raw, []byte("${"+envVar)) {
-		s += ", " + envVar
+	var ways []string
+	if flag != "" {
+		ways = append(ways, flag)
 	}
-	return s + " or " + key + " in " + sf.file
+	if bytes.Contains(raw, []byte("${"+envVar)) {
+		ways = append(ways, envVar)
+	}
+	ways = append(ways, key+" in "+sf.file)
+	if len(ways) == 1 {
+		return ways[0]
+	}
+	return strings.Join(ways[:len(ways)-1], ", ") + " or " + ways[len(ways)-1]
 }
 
 // load reads, parses, overrides with the flags, defaults and validates the

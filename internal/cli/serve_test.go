@@ -66,7 +66,7 @@ func TestServeQuickStart(t *testing.T) {
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(body), `floodgate_rule_decisions_total{decision="denied",rule="block-ai-crawlers-on-csv"} 1`) {
+	if !strings.Contains(string(body), `floodgate_rule_decisions_total{decision="denied",listener="gateway",rule="block-ai-crawlers-on-csv"} 1`) {
 		t.Errorf("metrics lack the denial:\n%.3000s", body)
 	}
 

@@ -13,6 +13,7 @@ import (
 	"github.com/floodgate/floodgate/internal/clientip"
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/rules"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/ratelimit/memory"
 )
@@ -255,6 +256,35 @@ func printEffective(w io.Writer, f *config.File) {
 			fmt.Fprintf(w, "     counts when: %s\n", strings.Join(strings.Fields(r.CountWhen), " "))
 		}
 		fmt.Fprintf(w, "     when: %s\n", strings.Join(strings.Fields(r.When), " "))
+	}
+	if c.DecideEnabled() {
+		printDecide(w, c)
+	}
+}
+
+// printDecide says what the decision listener enforces: every rule and
+// route cap but those that need the response, listed with why.
+func printDecide(w io.Writer, c *config.Config) {
+	fmt.Fprintf(w, "\ndecision listener: %s (protocol %s), answering %s only\n", c.Decide.Listen, c.Decide.Protocol,
+		strings.Join(c.ClientIP.TrustedProxies, ", "))
+	var skipped []string
+	for _, r := range c.Rules {
+		if why := rules.NeedsResponse(&r); why != "" {
+			skipped = append(skipped, fmt.Sprintf("rule %s: %s", r.Name, why))
+		}
+	}
+	for _, r := range c.Routes {
+		if r.MaxInflight > 0 {
+			skipped = append(skipped, fmt.Sprintf("route %s max_inflight: a concurrency cap holds its slot until the response, whose end the proxy does not report", r.Name))
+		}
+	}
+	if len(skipped) == 0 {
+		fmt.Fprintf(w, "  every rule is enforced there\n")
+		return
+	}
+	fmt.Fprintf(w, "  not enforced there (the gateway listener enforces them):\n")
+	for _, s := range skipped {
+		fmt.Fprintf(w, "  - %s\n", s)
 	}
 }
 

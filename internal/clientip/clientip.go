@@ -219,6 +219,15 @@ func (r *Resolver) AppendKey(dst []byte, a netip.Addr) []byte {
 	return p.AppendTo(dst)
 }
 
+// HeaderName returns the forwarding header r reads: "X-Forwarded-For" or
+// "Forwarded", in canonical form.
+func (r *Resolver) HeaderName() string {
+	if r.forwarded {
+		return Forwarded
+	}
+	return XForwardedFor
+}
+
 // Trusts reports whether the forwarding header sent by peer is believed:
 // peer is inside a trusted prefix, or hop counting is configured (which
 // trusts the nearest proxies whatever their address). A gateway passes the

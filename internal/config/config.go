@@ -29,6 +29,9 @@ type Config struct {
 	// Internal is a second listener for trusted callers, such as a web
 	// frontend's server-side rendering (SPEC O6).
 	Internal Internal `yaml:"internal" json:"internal"`
+	// Decide is the decision listener, for a proxy that asks floodgate
+	// whether a request may pass (nginx auth_request and the like).
+	Decide Decide `yaml:"decide" json:"decide"`
 	// ClientIP says how the client address is found.
 	ClientIP ClientIP `yaml:"client_ip" json:"client_ip"`
 	// Store selects where counters live.
@@ -88,6 +91,39 @@ type Internal struct {
 	// (client.internal is then true in conditions). Default false:
 	// internal requests are forwarded without being counted or limited.
 	EvaluateRules bool `yaml:"evaluate_rules" json:"evaluate_rules,omitempty"`
+}
+
+// Decide is the decision listener: a proxy already in front of the API
+// (nginx auth_request, Caddy forward_auth, Traefik ForwardAuth, Envoy
+// ext_authz) asks it whether each request may pass, and floodgate decides
+// with the same routes, rules and store as its own gateway, without
+// forwarding anything (docs/decide.md).
+type Decide struct {
+	// Listen is the decision listener's address, host:port. Default ""
+	// (or "off"): none. The proxy that asks must be in
+	// client_ip.trusted_proxies.
+	Listen string `yaml:"listen" json:"listen,omitempty"`
+	// Protocol is how the asking proxy describes the original request:
+	// "nginx" (X-Original-Method, X-Original-URI; refusals answered 403
+	// with X-Floodgate-Status), "forwarded" (X-Forwarded-Method,
+	// X-Forwarded-Uri, X-Forwarded-Host, X-Forwarded-Proto: Caddy,
+	// Traefik) or "envoy" (ext_authz HTTP service: the original method,
+	// and the original path after /decide). Required with listen: it is
+	// never guessed from the request, whose headers the client may have
+	// written.
+	Protocol string `yaml:"protocol" json:"protocol,omitempty"`
+}
+
+// Decision listener protocols.
+const (
+	DecideNginx     = "nginx"
+	DecideForwarded = "forwarded"
+	DecideEnvoy     = "envoy"
+)
+
+// DecideEnabled reports whether the decision listener is configured.
+func (c *Config) DecideEnabled() bool {
+	return c.Decide.Listen != "" && c.Decide.Listen != ListenOff
 }
 
 // Sessions configures floodgate's own visitor sessions (SPEC O4): a
@@ -163,7 +199,7 @@ type Server struct {
 	// ShutdownGrace is how long in-flight requests may run after SIGTERM
 	// before floodgate exits anyway. Default "30s".
 	ShutdownGrace string `yaml:"shutdown_grace" json:"shutdown_grace,omitempty"`
-	// Engine serves the public and internal listeners' plain-text
+	// Engine serves the public, internal and decision listeners' plain-text
 	// HTTP/1.x: floodgate (default: package h1server, less work per
 	// request) or net/http (Go's own server). With tls, net/http serves
 	// (HTTP/2 by ALPN) whatever this says.

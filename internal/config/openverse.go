@@ -113,6 +113,30 @@ func (v *validator) internal() {
 	}
 }
 
+func (v *validator) decide() {
+	d := v.c.Decide
+	if !v.c.DecideEnabled() {
+		// A protocol without a listener is allowed: the examples set
+		// both from the environment, the listener off by default.
+		return
+	}
+	if err := checkListen(d.Listen); err != nil {
+		v.add("decide.listen", fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:8083, nor \"off\"", d.Listen, err))
+	} else if !strings.HasSuffix(d.Listen, ":0") && (d.Listen == v.c.Listen || d.Listen == v.c.Admin.Listen || d.Listen == v.c.Internal.Listen) {
+		v.add("decide.listen", fmt.Sprintf("%q is also the public, admin or internal listen address", d.Listen))
+	}
+	switch d.Protocol {
+	case DecideNginx, DecideForwarded, DecideEnvoy:
+	case "":
+		v.add("decide.protocol", "required with decide.listen: nginx, forwarded (Caddy, Traefik) or envoy; it is never guessed from a request's headers, which the client may have written")
+	default:
+		v.add("decide.protocol", fmt.Sprintf("%q is not nginx, forwarded or envoy", d.Protocol))
+	}
+	if len(v.c.ClientIP.TrustedProxies) == 0 {
+		v.add("decide.listen", "the decision listener answers only the proxies in client_ip.trusted_proxies, and there are none: list the address of the proxy that asks (trusted_hops trusts any peer, so it cannot stand in)")
+	}
+}
+
 func (v *validator) sessions() {
 	s := v.c.Sessions
 	raw := v.f.Config.Sessions

@@ -57,6 +57,7 @@ func (f *File) Validate() Problems {
 	v.rules()
 	v.responses()
 	v.internal()
+	v.decide()
 	v.sessions()
 	v.apiClients()
 	return v.problems

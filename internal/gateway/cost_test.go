@@ -276,10 +276,10 @@ rules:
 	for series, want := range map[string]float64{
 		decisions("tune", "would_block"): 50,
 		decisions("tune", "allowed"):     100,
-		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="would_block",rule="tune"}`:  100,
-		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="allowed",rule="tune"}`:      50,
-		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="would_block",rule="tune"}`: 0,
-		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="allowed",rule="tune"}`:     150,
+		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="would_block",listener="gateway",rule="tune"}`:  100,
+		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="allowed",listener="gateway",rule="tune"}`:      50,
+		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="would_block",listener="gateway",rule="tune"}`: 0,
+		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="allowed",listener="gateway",rule="tune"}`:     150,
 	} {
 		if got := c.metric(series); got != want {
 			t.Errorf("%s = %v, want %v", series, got, want)

@@ -60,7 +60,7 @@ type ExplainedRule struct {
 func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 	p := cleanPath(r.URL.Path)
 	ex := Explanation{Method: r.Method, Path: p, Mode: "enforce"}
-	if g.engine.LogOnly != nil && g.engine.LogOnly.Load() {
+	if g.gw.engine.LogOnly != nil && g.gw.engine.LogOnly.Load() {
 		ex.Mode = "log-only"
 	}
 	var st state
@@ -90,7 +90,7 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 	g.identify(r, req, &g.routeSet[route.Index], false)
 
 	ex.Verdict = "forward to upstream " + route.Upstream.Name
-	for _, s := range g.engine.Explain(ctx, req) {
+	for _, s := range g.gw.engine.Explain(ctx, req) {
 		er := ExplainedRule{Name: s.Rule.Name, Action: s.Rule.Action.String(), Reached: s.Reached, Matched: s.Matched}
 		for _, l := range s.Rule.Limits {
 			er.Limits = append(er.Limits, l.String())

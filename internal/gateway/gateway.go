@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -75,11 +76,12 @@ type Options struct {
 // Gateway is the public listener's http.Handler for one configuration. It
 // is immutable after New and safe for concurrent use.
 type Gateway struct {
-	router   proxy.Router
-	routes   []*telemetry.RouteMetrics // by route index
-	noRoute  *telemetry.RouteMetrics
+	router proxy.Router
+	// gw is the gateway's own engine and route metrics; decide, the
+	// decision listener's (nil when it is off).
+	gw       lane
+	decide   *decider
 	resolver *clientip.Resolver
-	engine   rules.Engine
 	answers  *respond.Writer
 	ruleAns  []*respond.Rule // by rule index
 	rlOnOK   bool            // RateLimit fields on forwarded responses
@@ -125,6 +127,10 @@ type state struct {
 	// upstream is the time forwarding took; forwarded, that it was.
 	upstream  time.Duration
 	forwarded bool
+	// The decision listener's: the original request, rebuilt from the
+	// asking one, and the writer of nginx's answers.
+	orig  http.Request
+	nginx nginxAnswer
 }
 
 // finish makes the counts that depend on the response and releases the
@@ -136,7 +142,7 @@ func (g *Gateway) finish(st *state) {
 	sw := &st.w
 	// Not the request's context: counts after the response are made even
 	// when the client has gone (the store bounds its own wait).
-	g.engine.Finish(context.Background(), &st.req, rules.Response{
+	g.gw.engine.Finish(context.Background(), &st.req, rules.Response{
 		Status: sw.statusOr200(), Header: sw.ResponseWriter.Header(), Upstream: st.upstream, Bytes: sw.bytes,
 		Forwarded: st.forwarded && sw.code != 0 && !sw.own,
 	})
@@ -312,14 +318,14 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 			}
 		}
 		g.router.Routes = append(g.router.Routes, route)
-		g.routes = append(g.routes, o.Metrics.ForRoute(rc.Name))
+		g.gw.routes = append(g.gw.routes, o.Metrics.ForRoute(rc.Name, telemetry.ListenerGateway))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.RouteGroups)) {
 		if prefix, err := config.ParsePrefix(c.RouteGroups[name].Prefix); err == nil {
 			g.router.Fences = append(g.router.Fences, proxy.Fence{Group: name, Prefix: prefix})
 		}
 	}
-	g.noRoute = o.Metrics.ForRoute("")
+	g.gw.noRoute = o.Metrics.ForRoute("", telemetry.ListenerGateway)
 
 	if len(problems) > 0 {
 		return nil, problems
@@ -337,13 +343,14 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	if o.Inflight == nil {
 		o.Inflight = new(rules.Inflight)
 	}
-	g.engine = rules.Engine{
+	g.gw.engine = rules.Engine{
 		Inflight: o.Inflight,
 		Set:      set,
 		Store:    o.Metrics.InstrumentStore(o.Store, o.Failures),
 		LogOnly:  logOnly,
-		Obs:      telemetry.NewDecisions(o.Metrics.ForRules(set), o.Logger, c.Log.Decisions, g.hasher, o.Failures),
+		Obs:      telemetry.NewDecisions(o.Metrics.ForRules(set, telemetry.ListenerGateway), o.Logger, c.Log.Decisions, g.hasher, o.Failures),
 	}
+	g.decide = newDecider(g, c, o)
 	g.access = o.AccessLog
 	g.file = f
 	g.pool.New = func() any { return new(state) }
@@ -410,49 +417,15 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	st.w.reset(w)
 	sw := &st.w
 
-	// Rules see, and the upstream gets, one cleaned path: what a rule
-	// matched is what is forwarded, whatever dot segments or doubled
-	// slashes the client sent.
-	p := cleanPath(r.URL.Path)
-	if p != r.URL.Path {
-		r.URL.Path, r.URL.RawPath = p, ""
-	}
-	route := g.router.Match(r.Method, p, &st.params)
-	if route == nil {
-		g.answers.Write(sw, r, respond.Answer{Kind: respond.NotFound})
-		g.noRoute.Request(sw.code)
+	peer := clientip.Peer(r.RemoteAddr)
+	req, route, rm, rs, ok := g.admit(sw, r, st, peer, internal, &g.gw, r)
+	if !ok {
 		return
 	}
-	rm := g.routes[route.Index]
-	rs := &g.routeSet[route.Index]
-	sw.route = rs
-	// The query string is filtered before the rules run, so rules see
-	// what would be forwarded; a value over its cap is refused uncounted.
-	if route.Query != nil {
-		q, bad := route.Query.Filter(r.URL.RawQuery)
-		if bad != "" {
-			g.answers.Write(sw, r, respond.Answer{Kind: respond.BadRequest})
-			rm.Request(sw.code)
-			return
-		}
-		r.URL.RawQuery = q
-	}
-
-	peer := clientip.Peer(r.RemoteAddr)
-	ip := g.resolver.ResolvePeer(peer, r.Header)
-	req := &st.req
-	req.HTTP = r
-	req.Path = p
-	req.Route, req.RouteGroup = route.Name, route.Group
-	req.ClientIP = ip
-	req.ClientPrefix = g.resolver.KeyPrefix(ip)
-	req.Internal = internal
-	g.identify(r, req, rs, true)
-
 	ctx := r.Context()
 	var v rules.Verdict
 	if !internal || g.internalRules {
-		v = g.engine.Evaluate(ctx, req)
+		v = g.gw.engine.Evaluate(ctx, req)
 	}
 	if g.access != nil {
 		arrived := g.clock.Now()
@@ -460,28 +433,17 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	}
 	defer g.finish(st)
 	if v.Rule != nil {
-		ra := g.ruleAns[v.Rule.Index]
-		var a respond.Answer
-		switch {
-		case v.Rule.Action == rules.Deny:
-			a = respond.Answer{Kind: respond.Denied, Rule: ra}
-		case v.Unavailable:
-			a = respond.Answer{Kind: respond.Unavailable, Rule: ra, RetryAfter: v.Decision.RetryAfter}
-		default:
-			a = respond.Answer{Kind: respond.RateLimited, Rule: ra,
-				RetryAfter: v.Decision.RetryAfter, Limit: v.Decision.Limit, Remaining: v.Decision.Remaining}
-		}
-		g.answers.Write(sw, r, a)
+		g.answers.Write(sw, r, g.refusal(v))
 		rm.Request(sw.code)
 		return
 	}
 	if rs.maxInflight > 0 {
-		if !g.engine.Inflight.Acquire(rs.capKey, rs.maxInflight) {
+		if !g.gw.engine.Inflight.Acquire(rs.capKey, rs.maxInflight) {
 			g.answers.Write(sw, r, respond.Answer{Kind: respond.Unavailable, RetryAfter: rs.retryAfter})
 			rm.Request(sw.code)
 			return
 		}
-		defer g.engine.Inflight.Release(rs.capKey)
+		defer g.gw.engine.Inflight.Release(rs.capKey)
 	}
 
 	if g.sessions != nil {
@@ -521,6 +483,66 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		rm.Upstream(sw.headerAfter)
 	}
 	rm.Request(sw.statusOr200())
+}
+
+// admit runs what both deciding listeners do before the rules: the
+// path cleaned, the route matched, the query filtered, the client address
+// resolved from peer (the connection's address) and who is asking
+// identified, into st's rules.Request. A request with no route (404) or a
+// query value over its cap (400) is answered here, negotiated on ans, and
+// ok is false.
+func (g *Gateway) admit(sw *statusWriter, r *http.Request, st *state, peer netip.Addr, internal bool, ln *lane, ans *http.Request) (req *rules.Request, route *proxy.Route, rm *telemetry.RouteMetrics, rs *routeSettings, ok bool) {
+	// Rules see, and the upstream gets, one cleaned path: what a rule
+	// matched is what is forwarded, whatever dot segments or doubled
+	// slashes the client sent.
+	p := cleanPath(r.URL.Path)
+	if p != r.URL.Path {
+		r.URL.Path, r.URL.RawPath = p, ""
+	}
+	route = g.router.Match(r.Method, p, &st.params)
+	if route == nil {
+		g.answers.Write(sw, ans, respond.Answer{Kind: respond.NotFound})
+		ln.noRoute.Request(sw.code)
+		return nil, nil, nil, nil, false
+	}
+	rm = ln.routes[route.Index]
+	rs = &g.routeSet[route.Index]
+	sw.route = rs
+	// The query string is filtered before the rules run, so rules see
+	// what would be forwarded; a value over its cap is refused uncounted.
+	if route.Query != nil {
+		q, bad := route.Query.Filter(r.URL.RawQuery)
+		if bad != "" {
+			g.answers.Write(sw, ans, respond.Answer{Kind: respond.BadRequest})
+			rm.Request(sw.code)
+			return nil, nil, nil, nil, false
+		}
+		r.URL.RawQuery = q
+	}
+
+	ip := g.resolver.ResolvePeer(peer, r.Header)
+	req = &st.req
+	req.HTTP = r
+	req.Path = p
+	req.Route, req.RouteGroup = route.Name, route.Group
+	req.ClientIP = ip
+	req.ClientPrefix = g.resolver.KeyPrefix(ip)
+	req.Internal = internal
+	g.identify(r, req, rs, true)
+	return req, route, rm, rs, true
+}
+
+// refusal is the answer to a request the verdict v refused.
+func (g *Gateway) refusal(v rules.Verdict) respond.Answer {
+	ra := g.ruleAns[v.Rule.Index]
+	switch {
+	case v.Rule.Action == rules.Deny:
+		return respond.Answer{Kind: respond.Denied, Rule: ra}
+	case v.Unavailable:
+		return respond.Answer{Kind: respond.Unavailable, Rule: ra, RetryAfter: v.Decision.RetryAfter}
+	}
+	return respond.Answer{Kind: respond.RateLimited, Rule: ra,
+		RetryAfter: v.Decision.RetryAfter, Limit: v.Decision.Limit, Remaining: v.Decision.Remaining}
 }
 
 // identify fills in who is asking: the session (verified) and the API
@@ -566,6 +588,7 @@ func (g *Gateway) release(st *state) {
 	st.req.Reset()
 	st.w.reset(nil)
 	st.upstream, st.forwarded = 0, false
+	st.orig, st.nginx = http.Request{}, nginxAnswer{}
 	g.pool.Put(st)
 }
 

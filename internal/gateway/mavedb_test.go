@@ -39,6 +39,9 @@ type upstream struct {
 	byXFF   map[string]int // requests by the X-Forwarded-For it received
 	byPath  map[string]int
 	lastXFF string
+	// floodgateFields counts requests that reached it with a field named
+	// X-Floodgate-…: floodgate's answers to a proxy must stay there.
+	floodgateFields int
 }
 
 func newUpstream(t *testing.T) *upstream {
@@ -49,6 +52,12 @@ func newUpstream(t *testing.T) *upstream {
 		u.byXFF[xff]++
 		u.byPath[r.URL.Path]++
 		u.lastXFF = xff
+		for k := range r.Header {
+			if strings.HasPrefix(k, "X-Floodgate-") {
+				u.floodgateFields++
+				break
+			}
+		}
 		u.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"ok":true}`)
@@ -154,7 +163,7 @@ func (h *harness) repeat(n int, method, path, ip string, hdr ...string) map[int]
 }
 
 // metric returns the value of one exposition line such as
-// `floodgate_rule_decisions_total{decision="blocked",rule="rate-limit-ip"}`
+// `floodgate_rule_decisions_total{decision="blocked",listener="gateway",rule="rate-limit-ip"}`
 // scraped from /metrics, or -1 when the series is absent.
 func (h *harness) metric(series string) float64 { return scrape(h.admin, series) }
 
@@ -173,7 +182,7 @@ func scrape(admin http.Handler, series string) float64 {
 }
 
 func decisions(rule, decision string) string {
-	return fmt.Sprintf(`floodgate_rule_decisions_total{decision=%q,rule=%q}`, decision, rule)
+	return fmt.Sprintf(`floodgate_rule_decisions_total{decision=%q,listener="gateway",rule=%q}`, decision, rule)
 }
 
 const mavedb = "../../examples/mavedb.yaml"

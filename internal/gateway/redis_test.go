@@ -72,8 +72,8 @@ rules:
 	}
 	for series, want := range map[string]float64{
 		decisions("tune", "would_block"): 50,
-		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="would_block",rule="tune"}`:  100,
-		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="would_block",rule="tune"}`: 0,
+		`floodgate_rule_candidate_decisions_total{candidate="50/5m",decision="would_block",listener="gateway",rule="tune"}`:  100,
+		`floodgate_rule_candidate_decisions_total{candidate="200/5m",decision="would_block",listener="gateway",rule="tune"}`: 0,
 	} {
 		// tune also saw the 24 login requests of another client: its own
 		// counter, so the arithmetic of 198.51.100.9 holds.

@@ -145,6 +145,7 @@ func restartSettings(c *config.Config) config.Config {
 	var r config.Config
 	r.Listen, r.Admin.Listen, r.TLS, r.Store = c.Listen, c.Admin.Listen, c.TLS, c.Store
 	r.Internal.Listen, r.Server = c.Internal.Listen, c.Server
+	r.Decide.Listen = c.Decide.Listen
 	r.Log.Level, r.Log.Access = c.Log.Level, c.Log.Access
 	return r
 }
@@ -172,6 +173,9 @@ func restartOnly(a, b *config.Config) []string {
 	}
 	if a.Internal.Listen != b.Internal.Listen {
 		out = append(out, "internal.listen")
+	}
+	if a.Decide.Listen != b.Decide.Listen {
+		out = append(out, "decide.listen")
 	}
 	for _, f := range []struct {
 		name, a, b string

@@ -68,7 +68,7 @@ rules:
 		return a
 	}}))
 	hasher := telemetry.NewKeyHasher("fixture")
-	obs := &accessObserver{Decisions: telemetry.NewDecisions(telemetry.NewMetrics("test").ForRules(set), logger, telemetry.LogAll, hasher, nil)}
+	obs := &accessObserver{Decisions: telemetry.NewDecisions(telemetry.NewMetrics("test").ForRules(set, telemetry.ListenerGateway), logger, telemetry.LogAll, hasher, nil)}
 	eng := rules.Engine{Set: set, Store: memory.New(memory.Options{Now: func() time.Time { return now }}), Obs: obs}
 	access := telemetry.NewAccessLog(&out)
 	send := func(ip, ua string, n int) {

@@ -90,6 +90,9 @@ type Rule struct {
 	// needs are the request identities the rule's key is made of
 	// (session, API client): without them, the rule does not apply.
 	needsSession, needsClient bool
+	// needsResponse: the rule holds a slot until the response or counts
+	// after it (NeedsResponse), so it cannot decide without forwarding.
+	needsResponse bool
 }
 
 // Set is a compiled, ordered rule list. It is immutable and safe for
@@ -281,6 +284,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, r
 		r.countWhen = prg
 	}
 	r.deferred = r.countWhen != nil || r.Cost != config.CostRequests
+	r.needsResponse = NeedsResponse(&rc) != ""
 	if r.deferred && len(r.Candidates) > 0 {
 		problems = append(problems, f.Problem(path+".candidates", "candidates count requests: they cannot be used with count_when or a cost yet"))
 	}
@@ -340,6 +344,23 @@ func (c Condition) Holds(req *Request) bool {
 	}
 	b, err := c.c.eval(req)
 	return err == nil && b
+}
+
+// NeedsResponse says why a rule cannot be enforced by a decision made
+// before the request is forwarded (the decision listener), or returns ""
+// when it can. A concurrency cap holds its slot until the response, which
+// the decision listener never sees end; count_when and costs other than
+// requests count after the response. Such rules are skipped there.
+func NeedsResponse(rc *config.Rule) string {
+	switch {
+	case rc.MaxInflight > 0 || rc.MaxInflightPerKey > 0:
+		return "a concurrency cap holds its slot until the response, whose end the proxy does not report"
+	case strings.TrimSpace(rc.CountWhen) != "":
+		return "count_when reads the response, which the proxy does not report"
+	case rc.Cost != "" && rc.Cost != config.CostRequests:
+		return "cost " + rc.Cost + " is measured on the response, which the proxy does not report"
+	}
+	return ""
 }
 
 // HasCountWhen reports whether the rule counts only responses matching a

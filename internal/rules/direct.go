@@ -108,6 +108,9 @@ func userAgent(r *Request) string {
 }
 
 func scheme(r *Request) string {
+	if r.Scheme != "" {
+		return r.Scheme
+	}
 	if r.HTTP.TLS != nil {
 		return "https"
 	}

@@ -100,7 +100,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 	var known, holds uint64
 	req.matchKnown = 0 // the request may have changed since an earlier evaluation
 	for _, r := range e.Set.Rules {
-		if !r.applies(req) {
+		if !r.applies(req) || req.NoResponse && r.needsResponse {
 			continue
 		}
 		if r.when != nil {

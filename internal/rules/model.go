@@ -30,6 +30,15 @@ type Request struct {
 	ClientPrefix netip.Prefix
 	// Internal reports a request from the internal listener.
 	Internal bool
+	// Scheme, when set, is request.scheme: the scheme of the request a
+	// proxy asks the decision listener about. Empty: that of the
+	// connection to floodgate.
+	Scheme string
+	// NoResponse marks a request decided for a proxy that forwards it
+	// itself (the decision listener): floodgate sees neither its end nor
+	// its response, so the rules that need them (NeedsResponse) are
+	// skipped rather than half applied.
+	NoResponse bool
 	// SessionPresent and SessionValid describe the session cookie.
 	SessionPresent, SessionValid bool
 	// Session is the verified session identifier, or "".
@@ -88,7 +97,7 @@ var variables = []struct {
 	{"request.method", cel.StringType, `HTTP method, upper case: "GET"`},
 	{"request.path", cel.StringType, `decoded, cleaned path: "/api/v1/score-sets/urn:mavedb:1/scores"`},
 	{"request.host", cel.StringType, `Host header without port, lower case`},
-	{"request.scheme", cel.StringType, `"http" or "https" (of the connection to floodgate)`},
+	{"request.scheme", cel.StringType, `"http" or "https" (of the connection to floodgate; on the decision listener, the proxy's X-Forwarded-Proto)`},
 	{"request.headers", cel.MapType(cel.StringType, cel.StringType), `header fields by lower-case name; repeated fields joined with ", "`},
 	{"request.query", cel.MapType(cel.StringType, cel.StringType), `query parameters by name; the first value of each`},
 	{"request.user_agent", cel.StringType, `User-Agent header, "" when absent`},

@@ -87,11 +87,12 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 	case d.which == LogNone, d.which == LogLimited && o == rules.Allowed:
 		return
 	}
-	attrs := make([]slog.Attr, 0, 12)
+	attrs := make([]slog.Attr, 0, 13)
 	attrs = append(attrs,
 		slog.String("rule", r.Name),
 		slog.String("action", r.Action.String()),
 		slog.String("decision", o.String()),
+		slog.String("listener", d.rm.listener),
 		slog.String("route", req.Route),
 		slog.String("method", req.HTTP.Method),
 		slog.String("path", req.Path),

@@ -58,16 +58,16 @@ func NewMetrics(version string) *Metrics {
 		ring:     newRegistryRing(reg),
 		ruleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floodgate_rule_decisions_total",
-			Help: "Requests a rule matched, by what it decided: allowed, blocked, would_block (shadow or log-only) or denied.",
-		}, []string{"rule", "decision"}),
+			Help: "Requests a rule matched, by what it decided: allowed, blocked, would_block (shadow or log-only) or denied, and by the listener that decided: gateway or decide.",
+		}, []string{"listener", "rule", "decision"}),
 		ruleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floodgate_rule_errors_total",
 			Help: "Rule evaluations that failed and were skipped (fail open), by kind: condition, key or store.",
 		}, []string{"rule", "kind"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floodgate_requests_total",
-			Help: "Requests answered, by route and HTTP status code (floodgate's own answers included).",
-		}, []string{"route", "code"}),
+			Help: "Requests answered, by listener (gateway, or decide: the answers to a proxy asking), route and HTTP status code (floodgate's own answers included).",
+		}, []string{"listener", "route", "code"}),
 		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "floodgate_upstream_duration_seconds",
 			Help:    "Time from forwarding a request to the upstream's response header, by route.",
@@ -93,8 +93,8 @@ func NewMetrics(version string) *Metrics {
 	}
 	m.candidates = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "floodgate_rule_candidate_decisions_total",
-		Help: "What each candidate (shadow) limit of a rule would have decided for the requests the rule matched: allowed or would_block.",
-	}, []string{"rule", "candidate", "decision"})
+		Help: "What each candidate (shadow) limit of a rule would have decided for the requests the rule matched: allowed or would_block, by listener (gateway or decide).",
+	}, []string{"listener", "rule", "candidate", "decision"})
 	m.charged = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "floodgate_rule_cost_total",
 		Help: "Cost charged to rules after responses, in each rule's unit (requests, upstream seconds, bytes or header units).",
@@ -189,9 +189,18 @@ func (m *Metrics) RegisterStore(stats func() StoreStats) {
 	)
 }
 
+// The listeners that decide, the values of the listener label: the
+// gateway (public and internal listeners, which forward) and the decision
+// listener (which answers a proxy that forwards).
+const (
+	ListenerGateway = "gateway"
+	ListenerDecide  = "decide"
+)
+
 // RuleMetrics holds the pre-resolved per-rule counters of one rule set, so
 // that counting a decision costs no label lookup.
 type RuleMetrics struct {
+	listener   string                    // the listener label of these series
 	degraded   [][2]prometheus.Counter   // by rule index: fail_open, fail_closed
 	decisions  [][4]prometheus.Counter   // by rule index, by rules.Outcome
 	errors     [][3]prometheus.Counter   // condition, key, store
@@ -201,10 +210,12 @@ type RuleMetrics struct {
 	planUsage  *prometheus.GaugeVec // nil when no rule takes its limits from plans
 }
 
-// ForRules resolves the per-rule counters of set and initialises them to
-// zero, so every rule's series exists before its first match.
-func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
+// ForRules resolves the per-rule counters of set for the listener named
+// (ListenerGateway, ListenerDecide) and initialises them to zero, so every
+// rule's series exists before its first match.
+func (m *Metrics) ForRules(set *rules.Set, listener string) *RuleMetrics {
 	rm := &RuleMetrics{
+		listener:   listener,
 		decisions:  make([][4]prometheus.Counter, len(set.Rules)),
 		errors:     make([][3]prometheus.Counter, len(set.Rules)),
 		candidates: make([][][2]prometheus.Counter, len(set.Rules)),
@@ -236,7 +247,7 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 	}
 	for i, r := range set.Rules {
 		for o, name := range rules.OutcomeNames() {
-			rm.decisions[i][o] = m.ruleDecisions.WithLabelValues(r.Name, name)
+			rm.decisions[i][o] = m.ruleDecisions.WithLabelValues(listener, r.Name, name)
 		}
 		for k, name := range []string{"condition", "key", "store"} {
 			rm.errors[i][k] = m.ruleErrors.WithLabelValues(r.Name, name)
@@ -249,8 +260,8 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 		}
 		for _, c := range r.Candidates {
 			rm.candidates[i] = append(rm.candidates[i], [2]prometheus.Counter{
-				m.candidates.WithLabelValues(r.Name, c.String(), "allowed"),
-				m.candidates.WithLabelValues(r.Name, c.String(), "would_block"),
+				m.candidates.WithLabelValues(listener, r.Name, c.String(), "allowed"),
+				m.candidates.WithLabelValues(listener, r.Name, c.String(), "would_block"),
 			})
 		}
 		if r.Cost != "" && r.Cost != "requests" || r.HasCountWhen() {
@@ -263,25 +274,27 @@ func (m *Metrics) ForRules(set *rules.Set) *RuleMetrics {
 // RouteMetrics holds the pre-resolved per-route collectors.
 type RouteMetrics struct {
 	name     string
+	listener string
 	requests *prometheus.CounterVec
 	codes    [600]atomic.Pointer[prometheus.Counter]
 	upstream prometheus.Observer
 }
 
-// ForRoute resolves the collectors of the route named name.
-func (m *Metrics) ForRoute(name string) *RouteMetrics {
-	return &RouteMetrics{name: name, requests: m.requests, upstream: m.upstream.WithLabelValues(name)}
+// ForRoute resolves the collectors of the route named name on the
+// listener named (ListenerGateway, ListenerDecide).
+func (m *Metrics) ForRoute(name, listener string) *RouteMetrics {
+	return &RouteMetrics{name: name, listener: listener, requests: m.requests, upstream: m.upstream.WithLabelValues(name)}
 }
 
 // Request counts one answered request with status code.
 func (rm *RouteMetrics) Request(code int) {
 	if code < 100 || code >= len(rm.codes) {
-		rm.requests.WithLabelValues(rm.name, strconv.Itoa(code)).Inc()
+		rm.requests.WithLabelValues(rm.listener, rm.name, strconv.Itoa(code)).Inc()
 		return
 	}
 	c := rm.codes[code].Load()
 	if c == nil {
-		counter := rm.requests.WithLabelValues(rm.name, strconv.Itoa(code))
+		counter := rm.requests.WithLabelValues(rm.listener, rm.name, strconv.Itoa(code))
 		c = &counter
 		rm.codes[code].Store(c)
 	}

@@ -290,12 +290,12 @@ func TestDecisionsRecordIntoRing(t *testing.T) {
 		{Index: 1, Name: "rate-limit-ip", Action: rules.Block},
 	}}
 	log := slog.New(slog.DiscardHandler)
-	d := NewDecisions(m.ForRules(set), log, LogNone, NewKeyHasher("k"), nil)
+	d := NewDecisions(m.ForRules(set, ListenerGateway), log, LogNone, NewKeyHasher("k"), nil)
 	req := &rules.Request{}
 	d.Observe(req, set.Rules[0], rules.WouldBlock, []byte("k"), ratelimit.Decision{}, nil)
 	d.Observe(req, set.Rules[1], rules.Blocked, []byte("k"), ratelimit.Decision{}, nil)
 	d.Observe(req, set.Rules[1], rules.Allowed, []byte("k"), ratelimit.Decision{Allowed: true}, nil)
-	d2 := NewDecisions(m.ForRules(set), log, LogNone, NewKeyHasher("k"), nil) // a reload
+	d2 := NewDecisions(m.ForRules(set, ListenerGateway), log, LogNone, NewKeyHasher("k"), nil) // a reload
 	d2.Observe(req, set.Rules[1], rules.Blocked, []byte("k"), ratelimit.Decision{}, nil)
 	want := map[string][4]uint64{
 		"shadow-requests": {rules.WouldBlock: 1},
