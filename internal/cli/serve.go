@@ -150,6 +150,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		}
 		servers = append(servers, s)
 		hs, _ := s.(*http.Server)
+		if ns, ok := s.(*h1server.NetHTTPServer); ok {
+			hs = ns.Server
+		}
 		tls := hs != nil && hs.TLSConfig != nil
 		engine := config.EngineFloodgate
 		if hs != nil {
@@ -364,7 +367,8 @@ type httpServer interface {
 func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) httpServer {
 	s := newServer(h, sc, logger)
 	if sc.Engine == config.EngineNetHTTP {
-		return s
+		// Held to the request policy of floodgate's own server.
+		return h1server.NewNetHTTPServer(s)
 	}
 	return &h1server.Server{
 		Handler:           s.Handler,
