@@ -8,6 +8,7 @@ package h1server
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -237,7 +238,7 @@ func TestMaxHeaderBytesExact(t *testing.T) {
 					if delta > 0 {
 						want = []int{431}
 					}
-					t.Run(tc.name+"/"+e.name, func(t *testing.T) {
+					t.Run(fmt.Sprintf("%s/%s/limit%d%+d", tc.name, e.name, limit, delta), func(t *testing.T) {
 						var rc reached
 						addr := e.start(t, rc.handler(), limit)
 						// A second request follows at once: its bytes are
