@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -193,7 +194,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
-		s := newServer(srv, &c.Server, logger)
+		s := newServer(h1server.RefuseConnect(srv), &c.Server, logger)
 		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		public = s
 	}
@@ -379,9 +380,6 @@ func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) ht
 	}
 }
 
-// maxHeaderBytes bounds a request's line and header fields.
-const maxHeaderBytes = 64 << 10
-
 // newServer returns an http.Server with timeouts that a slow client
 // cannot exploit (slowloris: ReadHeaderTimeout) but that let long uploads
 // and downloads finish (no overall read or write timeout).
@@ -392,7 +390,7 @@ func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Ser
 		Handler:           h,
 		ReadHeaderTimeout: header,
 		IdleTimeout:       idle,
-		MaxHeaderBytes:    maxHeaderBytes,
+		MaxHeaderBytes:    cmp.Or(sc.MaxHeaderBytes, config.DefaultMaxHeaderBytes),
 		ErrorLog:          telemetry.ServerErrorLog(logger),
 	}
 }

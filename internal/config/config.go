@@ -165,6 +165,10 @@ type Server struct {
 	// request) or net/http (Go's own server). With tls, net/http serves
 	// (HTTP/2 by ALPN) whatever this says.
 	Engine string `yaml:"engine" json:"engine,omitempty"`
+	// MaxHeaderBytes bounds a request's head (request line, fields and
+	// the line ends), exactly, with either engine: a larger one gets 431.
+	// 1024 to 1048576; default 65536.
+	MaxHeaderBytes int `yaml:"max_header_bytes" json:"max_header_bytes,omitempty"`
 }
 
 // ClientIP configures client address resolution (SPEC G2).

@@ -20,6 +20,7 @@ const (
 	DefaultReadHeaderTimeout = "10s"
 	DefaultIdleTimeout       = "120s"
 	DefaultShutdownGrace     = "30s"
+	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultStoreTimeout      = "100ms"
 
 	// The server engines (server.engine).
@@ -53,6 +54,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.Server.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&c.Server.Engine, EngineFloodgate)
+	setDefault(&c.Server.MaxHeaderBytes, DefaultMaxHeaderBytes)
 
 	setDefault(&c.ClientIP.Header, HeaderXForwardedFor)
 	for _, h := range []string{HeaderXForwardedFor, HeaderForwarded} {

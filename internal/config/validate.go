@@ -119,6 +119,7 @@ func (v *validator) top() {
 		}
 	}
 	v.oneOf("server.engine", "server engine", v.c.Server.Engine, Engines)
+	v.intRange("server.max_header_bytes", v.c.Server.MaxHeaderBytes, 1<<10, 1<<20)
 	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
 		v.add("tls", "set both cert_file and key_file, or neither")
 	}

@@ -170,6 +170,9 @@ func restartOnly(a, b *config.Config) []string {
 	if a.Internal.Listen != b.Internal.Listen {
 		out = append(out, "internal.listen")
 	}
+	if a.Server.MaxHeaderBytes != b.Server.MaxHeaderBytes {
+		out = append(out, "server.max_header_bytes")
+	}
 	for _, f := range []struct {
 		name, a, b string
 		duration   bool

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -277,4 +278,36 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestConnectRefusedOverTLS: Go's server on a TLS listener, HTTP/1.1 and
+// HTTP/2, answers CONNECT with 501 and never runs the handler for it.
+func TestConnectRefusedOverTLS(t *testing.T) {
+	var rc reached
+	ts := httptest.NewUnstartedServer(RefuseConnect(rc.handler()))
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+	for _, h2 := range []bool{false, true} {
+		tr := ts.Client().Transport.(*http.Transport).Clone()
+		tr.ForceAttemptHTTP2 = h2
+		tr.TLSClientConfig.NextProtos = []string{"http/1.1"}
+		if h2 {
+			tr.TLSClientConfig.NextProtos = []string{"h2"}
+		}
+		req, _ := http.NewRequest(http.MethodConnect, ts.URL, nil)
+		req.Host = "example.com:443"
+		res, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("HTTP/2 %v: %v", h2, err)
+		}
+		res.Body.Close()
+		tr.CloseIdleConnections()
+		if res.StatusCode != http.StatusNotImplemented || h2 != (res.ProtoMajor == 2) {
+			t.Errorf("HTTP/2 %v: CONNECT answered %d (%s), want 501", h2, res.StatusCode, res.Proto)
+		}
+	}
+	if got := rc.list(); len(got) != 0 {
+		t.Errorf("the handler ran for %q", got)
+	}
 }

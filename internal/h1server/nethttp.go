@@ -190,3 +190,17 @@ func (c *scannedConn) take() (httpsyntax.Head, bool) {
 	c.heads = c.heads[:n]
 	return h, true
 }
+
+// RefuseConnect answers CONNECT with 501, as both engines do
+// (httpsyntax.Head.Refuse), and passes every other request to h: for Go's
+// server on a TLS listener (HTTP/1.1 and HTTP/2), whose heads are not
+// scanned.
+func RefuseConnect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodConnect {
+			refuse(w, http.StatusNotImplemented, "CONNECT is not served")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
