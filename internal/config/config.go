@@ -224,6 +224,12 @@ type Upstream struct {
 	// O3). When set, the browser's Cookie and Authorization never reach
 	// the upstream, and its Set-Cookie never reaches the browser.
 	Auth UpstreamAuth `yaml:"auth" json:"auth"`
+	// ConnectionReuse says which requests a pooled connection to this
+	// upstream may carry: shared (any; the default), per_client (only
+	// those of the client connection it last served) or none (closed
+	// after each response). Against an upstream that answers more than
+	// it is asked.
+	ConnectionReuse string `yaml:"connection_reuse" json:"connection_reuse,omitempty"`
 }
 
 // UpstreamAuth is floodgate's credentials to an upstream.

@@ -23,6 +23,11 @@ const (
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultStoreTimeout      = "100ms"
 
+	// The upstream connection reuse modes (upstreams.NAME.connection_reuse).
+	ReuseShared    = "shared"
+	ReusePerClient = "per_client"
+	ReuseNone      = "none"
+
 	// The server engines (server.engine).
 	EngineFloodgate = "floodgate"
 	EngineNetHTTP   = "net/http"

@@ -177,6 +177,9 @@ func (v *validator) upstreams() {
 		}
 		v.timeouts(joinKey(path, "timeouts"), v.c.Upstreams[name].Timeouts)
 		v.upstreamAuth(name, v.c.Upstreams[name])
+		if r := v.c.Upstreams[name].ConnectionReuse; r != "" {
+			v.oneOf(joinKey(path, "connection_reuse"), "connection reuse mode", r, []string{ReuseShared, ReusePerClient, ReuseNone})
+		}
 	}
 }
 

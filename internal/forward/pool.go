@@ -29,7 +29,10 @@ type conn struct {
 	bw     *bufio.Writer
 	reused bool  // it has served a request before
 	idleAt int64 // when it was last pooled (monoNow)
-	head   head
+	// owner is the client connection whose request it last carried
+	// (ClientConn), with Options.Reuse ReusePerClient; nil otherwise.
+	owner any
+	head  head
 	// lastBlock is the string of the last response head's names and
 	// values (see copyHeader).
 	lastBlock string
@@ -66,8 +69,11 @@ type pool struct {
 	idle    []*conn
 	max     int
 	timeout time.Duration
-	timer   *time.Timer // runs sweep; armed while idle is not empty
-	armed   bool
+	// unsolicited is called when a connection is found to hold bytes
+	// nobody asked for (it is then closed); nil: nothing is called.
+	unsolicited func()
+	timer       *time.Timer // runs sweep; armed while idle is not empty
+	armed       bool
 }
 
 func (p *pool) init(max int, timeout time.Duration) {
@@ -101,7 +107,7 @@ func (p *pool) get(now int64, check bool) *conn {
 			return nil
 		}
 		p.mu.Unlock()
-		if check && !c.alive() {
+		if check && !p.alive(c) {
 			c.nc.Close()
 			continue
 		}
@@ -109,10 +115,44 @@ func (p *pool) get(now int64, check bool) *conn {
 	}
 }
 
+// getFor returns the newest idle connection whose last request was
+// owner's, or nil (ReusePerClient); now is the time. It is checked as get
+// checks with check.
+func (p *pool) getFor(now int64, owner any) *conn {
+	p.mu.Lock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		c := p.idle[i]
+		if c.owner != owner {
+			continue
+		}
+		n := copy(p.idle[i:], p.idle[i+1:])
+		p.idle[i+n] = nil
+		p.idle = p.idle[:i+n]
+		p.mu.Unlock()
+		if time.Duration(now-c.idleAt) >= p.timeout || !p.alive(c) {
+			c.nc.Close()
+			return nil
+		}
+		return c
+	}
+	p.mu.Unlock()
+	return nil
+}
+
 // alive reports whether the upstream has not closed c nor sent anything
 // unasked on it: only then may c carry another request. Where the
-// platform cannot peek, it is never reused.
-func (c *conn) alive() bool { return c.peek != nil && c.peek.alive() }
+// platform cannot peek, it is never reused. Bytes sent unasked are
+// reported (unsolicited).
+func (p *pool) alive(c *conn) bool {
+	if c.peek == nil {
+		return false
+	}
+	ok, unsolicited := c.peek.alive()
+	if unsolicited && p.unsolicited != nil {
+		p.unsolicited()
+	}
+	return ok
+}
 
 // put pools c, which has no request in progress, or closes it when the
 // pool is full.
