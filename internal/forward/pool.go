@@ -48,6 +48,9 @@ type conn struct {
 	headDeadline atomic.Int64
 
 	peek *peeker // nil where the platform cannot peek: never reused
+	// idlePeek is the idle scan's own peeker (pool.scanIdle), made at its
+	// first scan: the scan may look while a request takes the connection.
+	idlePeek *peeker
 }
 
 func newConn(nc net.Conn) *conn {
@@ -74,7 +77,15 @@ type pool struct {
 	unsolicited func()
 	timer       *time.Timer // runs sweep; armed while idle is not empty
 	armed       bool
+	// scanTimer runs scanIdle every idleScan while idle is not empty.
+	scanTimer *time.Timer
+	scanArmed bool
 }
+
+// idleScan is how often idle connections are looked at for bytes their
+// upstream sent unasked (or for their end): such a connection is closed
+// then, not only when a request would take it.
+const idleScan = 100 * time.Millisecond
 
 func (p *pool) init(max int, timeout time.Duration) {
 	p.max, p.timeout = max, timeout
@@ -166,6 +177,14 @@ func (p *pool) put(c *conn) {
 		return
 	}
 	p.idle = append(p.idle, c)
+	if !p.scanArmed {
+		p.scanArmed = true
+		if p.scanTimer == nil {
+			p.scanTimer = time.AfterFunc(idleScan, p.scanIdle)
+		} else {
+			p.scanTimer.Reset(idleScan)
+		}
+	}
 	if !p.armed {
 		p.armed = true
 		if p.timer == nil {
@@ -199,6 +218,53 @@ func (p *pool) sweep() {
 	for _, c := range stale {
 		c.nc.Close()
 	}
+}
+
+// scanIdle looks at every idle connection, outside the pool's lock, and
+// closes those whose upstream sent bytes unasked (reported as
+// unsolicited) or closed them, if they are still idle. It costs one
+// system call per idle connection every idleScan, none per request.
+func (p *pool) scanIdle() {
+	p.mu.Lock()
+	idle := slices.Clone(p.idle)
+	p.mu.Unlock()
+	for _, c := range idle {
+		if c.idlePeek == nil {
+			if c.idlePeek = newPeeker(c.nc); c.idlePeek == nil {
+				continue
+			}
+		}
+		ok, unsolicited := c.idlePeek.alive()
+		if ok || !p.take(c) {
+			continue // fine, or taken by a request meanwhile (which checks it)
+		}
+		if unsolicited && p.unsolicited != nil {
+			p.unsolicited()
+		}
+		c.nc.Close()
+	}
+	p.mu.Lock()
+	if len(p.idle) > 0 {
+		p.scanTimer.Reset(idleScan)
+	} else {
+		p.scanArmed = false
+	}
+	p.mu.Unlock()
+}
+
+// take removes c from the idle connections and reports whether it was
+// one of them.
+func (p *pool) take(c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := slices.Index(p.idle, c)
+	if i < 0 {
+		return false
+	}
+	n := copy(p.idle[i:], p.idle[i+1:])
+	p.idle[i+n] = nil
+	p.idle = p.idle[:i+n]
+	return true
 }
 
 // closeIdle closes every idle connection.

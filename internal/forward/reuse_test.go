@@ -259,3 +259,31 @@ func pendingBytes(f *Forwarder) bool {
 	_, data := c.peek.alive()
 	return data
 }
+
+// TestUnsolicitedOnIdleConnectionFound: bytes an upstream sends on a
+// connection after its answer was read are found while the connection
+// is idle, without a request to take it: counted, and the connection
+// closed.
+func TestUnsolicitedOnIdleConnectionFound(t *testing.T) {
+	answered := make(chan struct{})
+	url := scriptedConnUpstream(t, func(c net.Conn, n int, r *http.Request, _ string) {
+		io.WriteString(c, answer("ok"))
+		<-answered
+		io.WriteString(c, answer("extra"))
+	})
+	found := make(chan struct{}, 1)
+	f := newForwarder(t, url, Options{OnUnsolicited: func() { found <- struct{}{} }}, newErrorLog())
+	fs := front(t, f)
+	if got, _ := dialClient(t, hostOf(fs)).get("/"); got != "ok" {
+		t.Fatalf("got %q", got)
+	}
+	close(answered)
+	select {
+	case <-found:
+	case <-time.After(20 * time.Second): // a hang, never a measure
+		t.Fatal("the unsolicited answer on the idle connection was never found")
+	}
+	if n := f.pool.idleCount(); n != 0 {
+		t.Errorf("%d idle connections left, want 0", n)
+	}
+}
