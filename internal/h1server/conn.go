@@ -254,8 +254,11 @@ func (c *conn) rejectRequest(err error) {
 	switch {
 	case c.r.hitReadLimit():
 		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isReadError(err):
-		// The client went away or was too slow: nobody to answer.
+	case err == io.EOF, isReadError(err):
+		// The client went away before a request, or was too slow:
+		// nobody to answer. (A head cut short by the end of the
+		// connection, io.ErrUnexpectedEOF, gets net/http's 400: the
+		// client may still be reading.)
 	case strings.HasPrefix(err.Error(), "unsupported transfer encoding"),
 		strings.HasPrefix(err.Error(), "too many transfer encodings"):
 		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")

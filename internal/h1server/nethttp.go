@@ -69,7 +69,7 @@ func (n *NetHTTPServer) serve(next http.Handler, w http.ResponseWriter, r *http.
 		h, known = sc.take()
 	}
 	if !known {
-		h = httpsyntax.ParsedHead(r.ProtoMinor, r.Method, r.Host)
+		h = httpsyntax.ParsedHead(r.ProtoMajor, r.ProtoMinor, r.Method, r.Host)
 	}
 	scheme, authority := httpsyntax.Target(r.URL)
 	if code, msg := h.Refuse(n.maxHeaderBytes, scheme, authority); code != 0 {

@@ -22,7 +22,8 @@ type Head struct {
 	// or LF bytes before the request line included) through the empty
 	// line that ends it.
 	Size int
-	// Minor is 0 for HTTP/1.0, 1 for HTTP/1.1, -1 for any other version.
+	// Minor is 0 for HTTP/1.0, 1 for HTTP/1.1 (and 1.2 to 1.9), -1 for
+	// any other version.
 	Minor int
 	// Connect: the method is CONNECT. OptionsStar: the request is
 	// OPTIONS *, which net/http's server answers itself.
@@ -197,11 +198,10 @@ func (s *HeadScanner) step(c byte) {
 			if v != "" && v[len(v)-1] == '\r' {
 				v = v[:len(v)-1]
 			}
-			switch v {
-			case "HTTP/1.0":
-				s.Minor = 0
-			case "HTTP/1.1":
-				s.Minor = 1
+			// As Go's parser reads it: HTTP/1.0, or HTTP/1.1 and the
+			// later 1.x it serves as 1.1 (RFC 9112 §2.3).
+			if len(v) == 8 && v[:7] == "HTTP/1." && '0' <= v[7] && v[7] <= '9' {
+				s.Minor = min(int(v[7]-'0'), 1)
 			}
 			s.endRequestLine()
 			return
@@ -381,6 +381,7 @@ const (
 	statusBadRequest           = 400
 	statusHeaderFieldsTooLarge = 431
 	statusNotImplemented       = 501
+	statusVersionNotSupported  = 505
 
 	reasonBothLengths        = "both Content-Length and Transfer-Encoding"
 	reasonTransferEncoding10 = "Transfer-Encoding in an HTTP/1.0 request"
@@ -407,6 +408,7 @@ func RefuseSize(size, maxBytes int) (status int, reason string) {
 // its reason, or 0. scheme and authority are the request target's when it
 // is in absolute form ("" otherwise). In this order:
 //
+//   - a version other than HTTP/1.x: 505;
 //   - a head over maxBytes: 431;
 //   - ambiguous framing (RFC 9112 §6.1, §6.3): Content-Length with
 //     Transfer-Encoding, Transfer-Encoding in HTTP/1.0, a last coding
@@ -415,6 +417,9 @@ func RefuseSize(size, maxBytes int) (status int, reason string) {
 //   - CONNECT: 501 (floodgate tunnels nothing);
 //   - Host, as RefuseHost.
 func (h *Head) Refuse(maxBytes int, scheme, authority string) (status int, reason string) {
+	if h.Minor < 0 {
+		return statusVersionNotSupported, "unsupported protocol version"
+	}
 	if status, reason = RefuseSize(h.Size, maxBytes); status != 0 {
 		return status, reason
 	}
@@ -487,8 +492,11 @@ func Target(u *url.URL) (scheme, authority string) {
 // ParsedHead returns the Head of a request whose bytes were not scanned,
 // from what Go's parser leaves of it: the version, the method and Host.
 // Its size is unknown (0), and nothing of its framing is left.
-func ParsedHead(minor int, method, host string) Head {
-	h := Head{Minor: minor, Connect: method == "CONNECT", ContentLength: -1}
+func ParsedHead(major, minor int, method, host string) Head {
+	h := Head{Minor: min(minor, 1), Connect: method == "CONNECT", ContentLength: -1}
+	if major != 1 {
+		h.Minor = -1
+	}
 	if host != "" {
 		h.Hosts = 1
 		for i := 0; i < len(host); i++ {
