@@ -1,6 +1,7 @@
 package httpsyntax
 
 import (
+	"bytes"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -124,6 +125,15 @@ func (s *HeadScanner) Write(p []byte) int {
 		if s.state == stDone {
 			return i
 		}
+		if s.skipping() {
+			j := bytes.IndexByte(p[i:], '\n')
+			if j < 0 {
+				s.Size += len(p) - i
+				return len(p)
+			}
+			s.Size += j
+			i += j
+		}
 		s.Size++
 		s.step(p[i])
 	}
@@ -136,10 +146,25 @@ func (s *HeadScanner) WriteString(p string) int {
 		if s.state == stDone {
 			return i
 		}
+		if s.skipping() {
+			j := strings.IndexByte(p[i:], '\n')
+			if j < 0 {
+				s.Size += len(p) - i
+				return len(p)
+			}
+			s.Size += j
+			i += j
+		}
 		s.Size++
 		s.step(p[i])
 	}
 	return len(p)
+}
+
+// skipping reports whether the scanner is in the value of a field it
+// reads nothing from: the bytes up to the LF can be skipped at once.
+func (s *HeadScanner) skipping() bool {
+	return s.state == stValue && (s.field == fieldOther || s.field == fieldFolded)
 }
 
 func (s *HeadScanner) keep(c byte) {
@@ -544,18 +569,31 @@ func ValidHost(s string) bool {
 			return false
 		}
 	} else {
-		if i := strings.IndexByte(s, ':'); i >= 0 {
-			host, port = s[:i], s[i+1:]
-			if port == "" {
+		// One pass: the name up to a colon, then the port.
+		i := 0
+		for i < len(s) && regNameChars[s[i]] {
+			i++
+		}
+		if i == 0 || i > 253 {
+			return false
+		}
+		if i < len(s) {
+			if s[i] != ':' || i+1 == len(s) {
 				return false
 			}
-		}
-		if !validRegName(host) {
-			return false
+			port = s[i+1:]
 		}
 	}
 	return port == "" || validPort(port)
 }
+
+// regNameChars: RFC 3986's unreserved characters.
+var regNameChars = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~'
+	}
+	return t
+}()
 
 func validPort(p string) bool {
 	if len(p) > 5 {
@@ -578,11 +616,7 @@ func validRegName(h string) bool {
 		return false
 	}
 	for i := 0; i < len(h); i++ {
-		c := h[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case c == '-', c == '.', c == '_', c == '~':
-		default:
+		if !regNameChars[h[i]] {
 			return false
 		}
 	}

@@ -49,6 +49,9 @@ func TestRefuse(t *testing.T) {
 		want int
 	}{
 		{"plain", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+		{"HTTP/1.2 as 1.1", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", 0},
+		{"HTTP/2.0", "PRI * HTTP/2.0\r\n\r\n", 505},
+		{"HTTP/0.9", "GET / HTTP/0.9\r\nHost: a\r\n\r\n", 505},
 		{"bare LF", "GET / HTTP/1.1\nHost: a\n\n", 0},
 		{"content-length", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n", 0},
 		{"chunked", "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n", 0},
@@ -257,6 +260,9 @@ func FuzzHeadScanner(f *testing.F) {
 		if took := len(raw) - br.Buffered(); took != n {
 			t.Fatalf("Go took %d bytes of %q as the head, the scanner %d", took, raw, n)
 		}
+		if whole.ObsFold || whole.Connect {
+			return // refused whatever its fields say (Refuse)
+		}
 		switch {
 		case len(r.TransferEncoding) > 0 && whole.TransferEncodings == 0:
 			t.Fatalf("Go reads %q as chunked; the scanner saw no Transfer-Encoding", raw)
@@ -269,4 +275,35 @@ func FuzzHeadScanner(f *testing.F) {
 			t.Fatalf("Go reads %q with Host %q; the scanner %q", raw, r.Host, host)
 		}
 	})
+}
+
+// BenchmarkRefuseHost is what floodgate's server adds to a plain request
+// (RefuseSize and RefuseHost, in place of the former Host check).
+func BenchmarkRefuseHost(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if s, _ := RefuseSize(180, 64<<10); s != 0 {
+			b.Fatal(s)
+		}
+		if s, _ := RefuseHost(1, 1, "api.openverse.example:8080", "", ""); s != 0 {
+			b.Fatal(s)
+		}
+	}
+}
+
+// BenchmarkHeadScanner is the scan of a head that is not plain (a POST
+// with a body), as both engines make it.
+func BenchmarkHeadScanner(b *testing.B) {
+	head := "POST /api/v1/score-sets/search HTTP/1.1\r\nHost: api.example\r\nUser-Agent: curl/8.5\r\n" +
+		"Accept: */*\r\nContent-Type: application/json\r\nContent-Length: 27\r\n\r\n"
+	var s HeadScanner
+	b.ReportAllocs()
+	b.SetBytes(int64(len(head)))
+	for b.Loop() {
+		s.Reset()
+		s.WriteString(head)
+		if !s.Done() {
+			b.Fatal("not done")
+		}
+	}
 }
