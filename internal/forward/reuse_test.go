@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/h1server"
 )
 
 // client is one keep-alive connection to the front server, sending
@@ -66,37 +68,62 @@ var reuseModes = []struct {
 // has reached the upstream, so no check before reuse can see it.
 func TestUnsolicitedAnswerReachesNoOtherClient(t *testing.T) {
 	for _, m := range reuseModes {
-		t.Run(m.name, func(t *testing.T) {
-			var unsolicited atomic.Int64
-			url := scriptedConnUpstream(t, func(c net.Conn, n int, r *http.Request, prev string) {
-				if n == 2 {
-					io.WriteString(c, answer("extra for "+prev))
-				}
-				io.WriteString(c, answer("for "+r.URL.Path))
+		for _, fe := range frontEngines {
+			t.Run(m.name+"/"+fe.name, func(t *testing.T) {
+				unsolicitedAnswerReachesNoOtherClient(t, m.mode, fe.front)
 			})
-			f := newForwarder(t, url, Options{Reuse: m.mode, OnUnsolicited: func() { unsolicited.Add(1) }}, newErrorLog())
-			fs := front(t, f)
-			a, b := dialClient(t, hostOf(fs)), dialClient(t, hostOf(fs))
-			if got, _ := a.get("/a1"); got != "for /a1" {
-				t.Fatalf("A got %q", got)
-			}
-			got, _ := b.get("/b1")
-			if m.mode == ReuseShared {
-				if got != "extra for /a1" {
-					t.Errorf("shared: B got %q; the test expects the threat to show (A's extra answer)", got)
-				}
-				return
-			}
-			if got != "for /b1" {
-				t.Errorf("%s: B got %q, want its own answer", m.name, got)
-			}
-			// A's connection (per_client) then carries A's next request:
-			// the extra answer is A's own, found before it is taken for
-			// the answer, or taken by A at worst; never B's.
-			if got, _ := a.get("/a2"); got != "for /a2" && got != "extra for /a1" {
-				t.Errorf("%s: A got %q", m.name, got)
-			}
-		})
+		}
+	}
+}
+
+// frontEngines serve the forwarder as `floodgate serve` may: Go's server,
+// or floodgate's (package h1server), which put each client connection's
+// local address in its requests' contexts (ClientConn) alike.
+var frontEngines = []struct {
+	name  string
+	front func(t *testing.T, h http.Handler) string
+}{
+	{"net/http", func(t *testing.T, h http.Handler) string { return hostOf(front(t, h)) }},
+	{"floodgate", func(t *testing.T, h http.Handler) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := &h1server.Server{Handler: h}
+		go s.Serve(ln)
+		t.Cleanup(func() { s.Close() })
+		return ln.Addr().String()
+	}},
+}
+
+func unsolicitedAnswerReachesNoOtherClient(t *testing.T, mode Reuse, front func(*testing.T, http.Handler) string) {
+	url := scriptedConnUpstream(t, func(c net.Conn, n int, r *http.Request, prev string) {
+		if n == 2 {
+			io.WriteString(c, answer("extra for "+prev))
+		}
+		io.WriteString(c, answer("for "+r.URL.Path))
+	})
+	f := newForwarder(t, url, Options{Reuse: mode}, newErrorLog())
+	addr := front(t, f)
+	a, b := dialClient(t, addr), dialClient(t, addr)
+	if got, _ := a.get("/a1"); got != "for /a1" {
+		t.Fatalf("A got %q", got)
+	}
+	got, _ := b.get("/b1")
+	if mode == ReuseShared {
+		if got != "extra for /a1" {
+			t.Errorf("shared: B got %q; the test expects the threat to show (A's extra answer)", got)
+		}
+		return
+	}
+	if got != "for /b1" {
+		t.Errorf("B got %q, want its own answer", got)
+	}
+	// A's connection (per_client) then carries A's next request: the
+	// extra answer is A's own, found before it is taken for the answer,
+	// or taken by A at worst; never B's.
+	if got, _ := a.get("/a2"); got != "for /a2" && got != "extra for /a1" {
+		t.Errorf("A got %q", got)
 	}
 }
 
