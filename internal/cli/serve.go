@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -162,6 +163,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		}
 		servers = append(servers, s)
 		hs, _ := s.(*http.Server)
+		if ns, ok := s.(*h1server.NetHTTPServer); ok {
+			hs = ns.Server
+		}
 		tls := hs != nil && hs.TLSConfig != nil
 		engine := config.EngineFloodgate
 		if hs != nil {
@@ -202,7 +206,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
-		s := newServer(srv, &c.Server, logger)
+		s := newServer(h1server.RefuseConnect(srv), &c.Server, logger)
 		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		public = s
 	}
@@ -405,7 +409,8 @@ type httpServer interface {
 func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) httpServer {
 	s := newServer(h, sc, logger)
 	if sc.Engine == config.EngineNetHTTP {
-		return s
+		// Held to the request policy of floodgate's own server.
+		return h1server.NewNetHTTPServer(s)
 	}
 	return &h1server.Server{
 		Handler:           s.Handler,
@@ -415,9 +420,6 @@ func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) ht
 		ErrorLog:          s.ErrorLog,
 	}
 }
-
-// maxHeaderBytes bounds a request's line and header fields.
-const maxHeaderBytes = 64 << 10
 
 // newServer returns an http.Server with timeouts that a slow client
 // cannot exploit (slowloris: ReadHeaderTimeout) but that let long uploads
@@ -429,7 +431,7 @@ func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Ser
 		Handler:           h,
 		ReadHeaderTimeout: header,
 		IdleTimeout:       idle,
-		MaxHeaderBytes:    maxHeaderBytes,
+		MaxHeaderBytes:    cmp.Or(sc.MaxHeaderBytes, config.DefaultMaxHeaderBytes),
 		ErrorLog:          telemetry.ServerErrorLog(logger),
 	}
 }

@@ -204,6 +204,10 @@ type Server struct {
 	// request) or net/http (Go's own server). With tls, net/http serves
 	// (HTTP/2 by ALPN) whatever this says.
 	Engine string `yaml:"engine" json:"engine,omitempty"`
+	// MaxHeaderBytes bounds a request's head (request line, fields and
+	// the line ends), exactly, with either engine: a larger one gets 431.
+	// 1024 to 1048576; default 65536.
+	MaxHeaderBytes int `yaml:"max_header_bytes" json:"max_header_bytes,omitempty"`
 }
 
 // ClientIP configures client address resolution (SPEC G2).
@@ -259,6 +263,12 @@ type Upstream struct {
 	// O3). When set, the browser's Cookie and Authorization never reach
 	// the upstream, and its Set-Cookie never reaches the browser.
 	Auth UpstreamAuth `yaml:"auth" json:"auth"`
+	// ConnectionReuse says which requests a pooled connection to this
+	// upstream may carry: shared (any; the default), per_client (only
+	// those of the client connection it last served) or none (closed
+	// after each response). Against an upstream that answers more than
+	// it is asked.
+	ConnectionReuse string `yaml:"connection_reuse" json:"connection_reuse,omitempty"`
 }
 
 // UpstreamAuth is floodgate's credentials to an upstream.

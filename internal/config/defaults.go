@@ -20,7 +20,13 @@ const (
 	DefaultReadHeaderTimeout = "10s"
 	DefaultIdleTimeout       = "120s"
 	DefaultShutdownGrace     = "30s"
+	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultStoreTimeout      = "100ms"
+
+	// The upstream connection reuse modes (upstreams.NAME.connection_reuse).
+	ReuseShared    = "shared"
+	ReusePerClient = "per_client"
+	ReuseNone      = "none"
 
 	// The server engines (server.engine).
 	EngineFloodgate = "floodgate"
@@ -53,6 +59,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.Server.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&c.Server.Engine, EngineFloodgate)
+	setDefault(&c.Server.MaxHeaderBytes, DefaultMaxHeaderBytes)
 
 	setDefault(&c.ClientIP.Header, HeaderXForwardedFor)
 	for _, h := range []string{HeaderXForwardedFor, HeaderForwarded} {

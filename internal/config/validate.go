@@ -121,6 +121,7 @@ func (v *validator) top() {
 		}
 	}
 	v.oneOf("server.engine", "server engine", v.c.Server.Engine, Engines)
+	v.intRange("server.max_header_bytes", v.c.Server.MaxHeaderBytes, 1<<10, 1<<20)
 	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
 		v.add("tls", "set both cert_file and key_file, or neither")
 	}
@@ -178,6 +179,9 @@ func (v *validator) upstreams() {
 		}
 		v.timeouts(joinKey(path, "timeouts"), v.c.Upstreams[name].Timeouts)
 		v.upstreamAuth(name, v.c.Upstreams[name])
+		if r := v.c.Upstreams[name].ConnectionReuse; r != "" {
+			v.oneOf(joinKey(path, "connection_reuse"), "connection reuse mode", r, []string{ReuseShared, ReusePerClient, ReuseNone})
+		}
 	}
 }
 

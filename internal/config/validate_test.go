@@ -23,7 +23,7 @@ func TestApplyDefaults(t *testing.T) {
 	want := Config{
 		Mode:     "enforce",
 		Listen:   "127.0.0.1:8080",
-		Server:   Server{ReadHeaderTimeout: "10s", IdleTimeout: "120s", ShutdownGrace: "30s", Engine: "floodgate"},
+		Server:   Server{ReadHeaderTimeout: "10s", IdleTimeout: "120s", ShutdownGrace: "30s", Engine: "floodgate", MaxHeaderBytes: 65536},
 		Admin:    Admin{Listen: "127.0.0.1:9090"},
 		ClientIP: ClientIP{Header: "Forwarded", IPv6Prefix: 64, IPv4Prefix: 32},
 		Store:    Store{URL: "memory", MaxKeys: 1 << 20, Timeout: "100ms", FailurePolicy: "fail_open"},

@@ -11,4 +11,4 @@ type peeker struct{}
 
 func newPeeker(net.Conn) *peeker { return nil }
 
-func (*peeker) alive() bool { return false }
+func (*peeker) alive() (ok, unsolicited bool) { return false, false }

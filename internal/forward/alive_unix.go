@@ -12,10 +12,11 @@ import (
 // mean it cannot carry another request. Its callback is made once, so a
 // peek allocates nothing.
 type peeker struct {
-	rc syscall.RawConn
-	ok bool
-	b  [1]byte
-	fn func(fd uintptr) bool
+	rc   syscall.RawConn
+	ok   bool
+	data bool // bytes were waiting: an upstream's unsolicited answer
+	b    [1]byte
+	fn   func(fd uintptr) bool
 }
 
 func newPeeker(nc net.Conn) *peeker {
@@ -29,21 +30,23 @@ func newPeeker(nc net.Conn) *peeker {
 	}
 	p := &peeker{rc: rc}
 	p.fn = func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		n, _, err := syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		for err == syscall.EINTR {
-			_, _, err = syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+			n, _, err = syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 		}
 		p.ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+		p.data = err == nil && n > 0
 		return true // never wait: returning false would block until readable
 	}
 	return p
 }
 
 // alive reports whether nothing is waiting on the connection and it is
-// open. Calls must not overlap (a connection is used by one request at a
-// time).
-func (p *peeker) alive() bool {
-	p.ok = false
+// open, and if not, whether bytes were waiting (rather than the end of
+// the connection). Calls must not overlap (a connection is used by one
+// request at a time).
+func (p *peeker) alive() (ok, unsolicited bool) {
+	p.ok, p.data = false, false
 	err := p.rc.Read(p.fn)
-	return err == nil && p.ok
+	return err == nil && p.ok, err == nil && p.data
 }

@@ -119,6 +119,20 @@ func BenchmarkForward(b *testing.B) {
 	benchProxy(b, newForwarder(b, fastUpstream(b), Options{}, el))
 }
 
+// BenchmarkForwardReuse is BenchmarkForward in each connection reuse
+// mode: what per_client (a lookup by client connection in the pool) and
+// none (a new upstream connection for every request) cost.
+func BenchmarkForwardReuse(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		mode Reuse
+	}{{"shared", ReuseShared}, {"per_client", ReusePerClient}, {"none", ReuseNone}} {
+		b.Run("reuse="+m.name, func(b *testing.B) {
+			benchProxy(b, newForwarder(b, fastUpstream(b), Options{Reuse: m.mode}, newErrorLog()))
+		})
+	}
+}
+
 func BenchmarkReverseProxy(b *testing.B) {
 	el := newErrorLog()
 	benchProxy(b, newReference(b, fastUpstream(b), el))

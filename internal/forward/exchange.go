@@ -853,9 +853,15 @@ func (x *exchange) done(reusable bool) {
 	// the socket are found by the peek before the connection's next use
 	// (pool.get), which is the check that matters: one system call per
 	// reuse rather than two.
-	if reusable && x.c.br.Buffered() == 0 {
+	switch {
+	case reusable && x.c.br.Buffered() > 0:
+		if fn := x.f.o.OnUnsolicited; fn != nil {
+			fn()
+		}
+		x.c.nc.Close()
+	case reusable && x.f.o.Reuse != ReuseNone && (x.f.o.Reuse == ReuseShared || x.c.owner != nil):
 		x.f.pool.put(x.c)
-	} else {
+	default:
 		x.c.nc.Close()
 	}
 }

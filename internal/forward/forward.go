@@ -56,6 +56,43 @@ type Options struct {
 	// answer in time, anything else when it is unreachable or answered
 	// something that is not HTTP/1.x.
 	OnError func(w http.ResponseWriter, r *http.Request, err error)
+	// Reuse says which requests a pooled connection may carry: any
+	// (ReuseShared, the default), only those of the client connection
+	// whose request it last carried (ReusePerClient), or none
+	// (ReuseNone: closed after each response).
+	Reuse Reuse
+	// OnUnsolicited, if set, is called each time the upstream is found
+	// to have sent bytes nobody asked for: after a complete response, or
+	// on a pooled connection before its next use. The connection is
+	// closed. It must not block.
+	OnUnsolicited func()
+}
+
+// Reuse is what requests a pooled upstream connection may carry. What it
+// guards against is an upstream that answers more than it was asked (a
+// bug, or a compromised upstream): an unsolicited response that arrives
+// while the connection already carries the next request is taken for
+// that request's answer, and from then on every answer on the connection
+// is one behind. With ReuseShared the next request may be another
+// client's; ReusePerClient keeps each connection to the requests of one
+// client connection, so a client can only receive answers meant for
+// itself; ReuseNone uses each connection once.
+type Reuse uint8
+
+// The Reuse modes.
+const (
+	ReuseShared Reuse = iota
+	ReusePerClient
+	ReuseNone
+)
+
+// ClientConn returns what identifies r's client connection for
+// ReusePerClient: its local address as the server put it in r's context
+// (http.LocalAddrContextKey: one net.Addr per accepted connection, under
+// net/http's server and h1server's), or nil. A pooled connection keeps it,
+// which keeps it from being reused for another connection's address.
+func ClientConn(r *http.Request) any {
+	return r.Context().Value(http.LocalAddrContextKey)
 }
 
 // Defaults of Options.
@@ -161,6 +198,7 @@ func New(target *url.URL, o Options) (*Forwarder, error) {
 		f.basePath, f.baseRaw = target.Path, target.EscapedPath()
 	}
 	f.pool.init(o.MaxIdleConns, o.IdleTimeout)
+	f.pool.unsolicited = o.OnUnsolicited
 	f.watch.tick = watchTick(o.ResponseHeaderTimeout)
 	f.fallback = newReverseProxy(target, o, &f.dialer)
 	return f, nil
@@ -177,6 +215,11 @@ func newReverseProxy(u *url.URL, o Options, d *net.Dialer) *httputil.ReverseProx
 		IdleConnTimeout:       o.IdleTimeout,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+		// Go's transport cannot keep a connection to one client's
+		// requests: with ReusePerClient, as with ReuseNone, its
+		// connections are used once (it serves only upgrades, Expect and
+		// trailers here).
+		DisableKeepAlives: o.Reuse != ReuseShared,
 	}
 	return &httputil.ReverseProxy{
 		Rewrite:      Rewrite(u),
@@ -228,12 +271,21 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// before any of the response arrived, as net/http's Transport does.
 	replayable := r.ContentLength == 0 && idempotent(r)
 	now := monoNow()
+	var owner any
+	if f.o.Reuse == ReusePerClient {
+		owner = ClientConn(r)
+	}
 	for attempt := 0; ; attempt++ {
 		var c *conn
 		if attempt == 0 {
 			// Every pooled connection is checked before use: unread bytes
 			// on it would be taken for this request's response.
-			c = f.pool.get(now, true)
+			switch {
+			case f.o.Reuse == ReuseShared:
+				c = f.pool.get(now, true)
+			case owner != nil:
+				c = f.pool.getFor(now, owner)
+			}
 		}
 		if c == nil {
 			var err error
@@ -243,6 +295,7 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			now = monoNow()
 		}
+		c.owner = owner
 		x := exchange{f: f, c: c, w: w, r: r, ctx: ctx, now: now}
 		if !x.run(replayable && c.reused) {
 			return

@@ -539,7 +539,7 @@ func (p *pool) peekAlive() bool {
 	if len(p.idle) == 0 {
 		return false
 	}
-	return p.idle[len(p.idle)-1].alive()
+	return p.alive(p.idle[len(p.idle)-1])
 }
 
 // TestStaleConnectionNotRetried: a request that cannot be repeated is not

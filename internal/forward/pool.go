@@ -29,7 +29,10 @@ type conn struct {
 	bw     *bufio.Writer
 	reused bool  // it has served a request before
 	idleAt int64 // when it was last pooled (monoNow)
-	head   head
+	// owner is the client connection whose request it last carried
+	// (ClientConn), with Options.Reuse ReusePerClient; nil otherwise.
+	owner any
+	head  head
 	// lastBlock is the string of the last response head's names and
 	// values (see copyHeader).
 	lastBlock string
@@ -45,6 +48,9 @@ type conn struct {
 	headDeadline atomic.Int64
 
 	peek *peeker // nil where the platform cannot peek: never reused
+	// idlePeek is the idle scan's own peeker (pool.scanIdle), made at its
+	// first scan: the scan may look while a request takes the connection.
+	idlePeek *peeker
 }
 
 func newConn(nc net.Conn) *conn {
@@ -66,9 +72,20 @@ type pool struct {
 	idle    []*conn
 	max     int
 	timeout time.Duration
-	timer   *time.Timer // runs sweep; armed while idle is not empty
-	armed   bool
+	// unsolicited is called when a connection is found to hold bytes
+	// nobody asked for (it is then closed); nil: nothing is called.
+	unsolicited func()
+	timer       *time.Timer // runs sweep; armed while idle is not empty
+	armed       bool
+	// scanTimer runs scanIdle every idleScan while idle is not empty.
+	scanTimer *time.Timer
+	scanArmed bool
 }
+
+// idleScan is how often idle connections are looked at for bytes their
+// upstream sent unasked (or for their end): such a connection is closed
+// then, not only when a request would take it.
+const idleScan = 100 * time.Millisecond
 
 func (p *pool) init(max int, timeout time.Duration) {
 	p.max, p.timeout = max, timeout
@@ -101,7 +118,7 @@ func (p *pool) get(now int64, check bool) *conn {
 			return nil
 		}
 		p.mu.Unlock()
-		if check && !c.alive() {
+		if check && !p.alive(c) {
 			c.nc.Close()
 			continue
 		}
@@ -109,10 +126,44 @@ func (p *pool) get(now int64, check bool) *conn {
 	}
 }
 
+// getFor returns the newest idle connection whose last request was
+// owner's, or nil (ReusePerClient); now is the time. It is checked as get
+// checks with check.
+func (p *pool) getFor(now int64, owner any) *conn {
+	p.mu.Lock()
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		c := p.idle[i]
+		if c.owner != owner {
+			continue
+		}
+		n := copy(p.idle[i:], p.idle[i+1:])
+		p.idle[i+n] = nil
+		p.idle = p.idle[:i+n]
+		p.mu.Unlock()
+		if time.Duration(now-c.idleAt) >= p.timeout || !p.alive(c) {
+			c.nc.Close()
+			return nil
+		}
+		return c
+	}
+	p.mu.Unlock()
+	return nil
+}
+
 // alive reports whether the upstream has not closed c nor sent anything
 // unasked on it: only then may c carry another request. Where the
-// platform cannot peek, it is never reused.
-func (c *conn) alive() bool { return c.peek != nil && c.peek.alive() }
+// platform cannot peek, it is never reused. Bytes sent unasked are
+// reported (unsolicited).
+func (p *pool) alive(c *conn) bool {
+	if c.peek == nil {
+		return false
+	}
+	ok, unsolicited := c.peek.alive()
+	if unsolicited && p.unsolicited != nil {
+		p.unsolicited()
+	}
+	return ok
+}
 
 // put pools c, which has no request in progress, or closes it when the
 // pool is full.
@@ -126,6 +177,14 @@ func (p *pool) put(c *conn) {
 		return
 	}
 	p.idle = append(p.idle, c)
+	if !p.scanArmed {
+		p.scanArmed = true
+		if p.scanTimer == nil {
+			p.scanTimer = time.AfterFunc(idleScan, p.scanIdle)
+		} else {
+			p.scanTimer.Reset(idleScan)
+		}
+	}
 	if !p.armed {
 		p.armed = true
 		if p.timer == nil {
@@ -159,6 +218,53 @@ func (p *pool) sweep() {
 	for _, c := range stale {
 		c.nc.Close()
 	}
+}
+
+// scanIdle looks at every idle connection, outside the pool's lock, and
+// closes those whose upstream sent bytes unasked (reported as
+// unsolicited) or closed them, if they are still idle. It costs one
+// system call per idle connection every idleScan, none per request.
+func (p *pool) scanIdle() {
+	p.mu.Lock()
+	idle := slices.Clone(p.idle)
+	p.mu.Unlock()
+	for _, c := range idle {
+		if c.idlePeek == nil {
+			if c.idlePeek = newPeeker(c.nc); c.idlePeek == nil {
+				continue
+			}
+		}
+		ok, unsolicited := c.idlePeek.alive()
+		if ok || !p.take(c) {
+			continue // fine, or taken by a request meanwhile (which checks it)
+		}
+		if unsolicited && p.unsolicited != nil {
+			p.unsolicited()
+		}
+		c.nc.Close()
+	}
+	p.mu.Lock()
+	if len(p.idle) > 0 {
+		p.scanTimer.Reset(idleScan)
+	} else {
+		p.scanArmed = false
+	}
+	p.mu.Unlock()
+}
+
+// take removes c from the idle connections and reports whether it was
+// one of them.
+func (p *pool) take(c *conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := slices.Index(p.idle, c)
+	if i < 0 {
+		return false
+	}
+	n := copy(p.idle[i:], p.idle[i+1:])
+	p.idle[i+n] = nil
+	p.idle = p.idle[:i+n]
+	return true
 }
 
 // closeIdle closes every idle connection.

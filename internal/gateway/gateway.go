@@ -24,6 +24,7 @@ import (
 
 	"github.com/floodgate/floodgate/internal/clientip"
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/forward"
 	"github.com/floodgate/floodgate/internal/proxy"
 	"github.com/floodgate/floodgate/internal/respond"
 	"github.com/floodgate/floodgate/internal/rules"
@@ -255,6 +256,8 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		up := proxy.NewUpstream(name, u, proxy.UpstreamOptions{
 			OnError: onError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
 			WrapTransport: wraps[name],
+			Reuse:         reuseMode(c.Upstreams[name].ConnectionReuse),
+			OnUnsolicited: unsolicited(name, o),
 		})
 		o.Failures.InitUpstream(name, proxy.UpstreamFailures())
 		ups[k] = up
@@ -906,5 +909,41 @@ func (w *statusWriter) Flush() {
 	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
+	}
+}
+
+// reuseMode is the forwarder's mode for upstreams.NAME.connection_reuse.
+func reuseMode(s string) forward.Reuse {
+	switch s {
+	case config.ReusePerClient:
+		return forward.ReusePerClient
+	case config.ReuseNone:
+		return forward.ReuseNone
+	}
+	return forward.ReuseShared
+}
+
+// unsolicitedLogEvery bounds the log lines about an upstream's
+// unsolicited answers: one a minute at most, with the count since.
+const unsolicitedLogEvery = time.Minute
+
+// unsolicited returns what counts an answer upstream name sent that no
+// request asked for (floodgate_upstream_unsolicited_total) and logs it,
+// at most once a minute: an upstream doing it on every response must not
+// flood the log.
+func unsolicited(name string, o Options) func() {
+	counter := o.Metrics.UpstreamUnsolicited(name)
+	var last atomic.Int64 // when it was last logged (UnixNano); 0: never
+	var since atomic.Int64
+	return func() {
+		counter.Inc()
+		n := since.Add(1)
+		now := time.Now().UnixNano()
+		if l := last.Load(); l != 0 && now-l < int64(unsolicitedLogEvery) || !last.CompareAndSwap(l, now) {
+			return
+		}
+		since.Add(-n)
+		o.Logger.Warn("upstream sent an answer no request asked for; its connection was closed (see upstreams.NAME.connection_reuse)",
+			"upstream", name, "count", n)
 	}
 }

@@ -14,7 +14,12 @@ func TestRestartOnlyCoversServer(t *testing.T) {
 	st := reflect.TypeOf(config.Server{})
 	for i := range st.NumField() {
 		var a, b config.Config
-		reflect.ValueOf(&b.Server).Elem().Field(i).SetString("changed")
+		switch f := reflect.ValueOf(&b.Server).Elem().Field(i); f.Kind() {
+		case reflect.Int:
+			f.SetInt(1)
+		default:
+			f.SetString("changed")
+		}
 		copied := restartSettings(&b)
 		if got := restartOnly(&a, &copied); len(got) != 1 {
 			t.Errorf("server field %s: restartOnly reports %v, want it alone", st.Field(i).Name, got)

@@ -177,6 +177,9 @@ func restartOnly(a, b *config.Config) []string {
 	if a.Decide.Listen != b.Decide.Listen {
 		out = append(out, "decide.listen")
 	}
+	if a.Server.MaxHeaderBytes != b.Server.MaxHeaderBytes {
+		out = append(out, "server.max_header_bytes")
+	}
 	for _, f := range []struct {
 		name, a, b string
 		duration   bool

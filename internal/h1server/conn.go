@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 )
 
 // Connection states, for Shutdown: only an idle connection (between
@@ -45,6 +47,10 @@ type conn struct {
 	ctx *requestContext
 	req *http.Request
 	hb  *headBuffers
+
+	// head is what the bytes of the head being read said (connReader
+	// scans them while scan is set).
+	head httpsyntax.HeadScanner
 }
 
 func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
@@ -105,12 +111,17 @@ func (c *conn) lingerClose() {
 	if c.bw != nil {
 		c.bw.Flush()
 	}
-	if cw, ok := c.rwc.(interface{ CloseWrite() error }); ok {
+	lingerClose(c.rwc)
+}
+
+// lingerClose closes nc's writing side and waits until the client closes
+// its side (or resets), at most rstAvoidanceDelay: a client that already
+// left costs nothing.
+func lingerClose(nc net.Conn) {
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
-		// Until the client closes its side (or resets), at most
-		// rstAvoidanceDelay: a client that already left costs nothing.
-		c.rwc.SetReadDeadline(time.Now().Add(rstAvoidanceDelay))
-		io.Copy(io.Discard, c.rwc)
+		nc.SetReadDeadline(time.Now().Add(rstAvoidanceDelay))
+		io.Copy(io.Discard, nc)
 	}
 }
 
@@ -147,13 +158,18 @@ func (c *conn) serveOne() bool {
 			d = s.ReadHeaderTimeout
 		}
 		c.r.beginHead(d)
-		// What arrives belongs to the next request's head.
-		c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
+	} else {
+		c.r.beginHead(0)
+	}
+	// What arrives belongs to the next request's head: the limit, set
+	// once for the head, leaves room for the bytes read with it (a body,
+	// the next request); the head's own size is checked exactly below.
+	limit := s.maxHeaderBytes()
+	c.r.setReadLimit(int64(limit + headSlack - c.br.Buffered()))
+	if c.br.Buffered() == 0 {
 		if _, err := c.br.Peek(1); err != nil {
 			return false
 		}
-	} else {
-		c.r.beginHead(0)
 	}
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
 		return false // closed by Shutdown
@@ -161,7 +177,6 @@ func (c *conn) serveOne() bool {
 	if s.ReadHeaderTimeout <= 0 && s.idleTimeout() > 0 {
 		c.r.clearDeadline() // the head may take its time
 	}
-	c.r.setReadLimit(int64(s.maxHeaderBytes()) + 4096)
 	// Tolerate the CR LF some old clients send after a request body
 	// (RFC 9112 section 2.2), as net/http does.
 	if p, _ := c.br.Peek(2); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
@@ -179,26 +194,57 @@ func (c *conn) serveOne() bool {
 	}
 	var plain http.Request
 	req := &plain
+	buffered := c.br.Buffered()
 	fieldsChecked := readPlainRequestInto(c.br, req, c.hb)
-	if !fieldsChecked {
+	var code int
+	var msg string
+	if fieldsChecked {
+		// No framing fields, no CONNECT, origin form: the head's size
+		// and its Host are left to judge.
+		if code, msg = httpsyntax.RefuseSize(buffered-c.br.Buffered(), limit); code == 0 {
+			hosts := 0
+			if req.Host != "" { // an empty one is not plain
+				hosts = 1
+			}
+			code, msg = httpsyntax.RefuseHost(req.ProtoMinor, hosts, req.Host, "", "")
+		}
+	} else {
 		// The rest of the head has ReadHeaderTimeout to arrive.
 		if d := s.ReadHeaderTimeout; d > 0 && c.served {
 			// (The first request keeps the deadline set at accept.)
 			c.r.setHeadDeadline(d)
 		}
+		// The head's bytes are scanned as they are read, for what Go's
+		// parser drops (httpsyntax.Head).
+		c.r.startScan(c.br)
 		var err error
-		if req, err = http.ReadRequest(c.br); err != nil {
+		req, err = http.ReadRequest(c.br)
+		c.r.scan = nil
+		if err != nil {
 			c.rejectRequest(err)
 			return false
 		}
+		// What net/http's server checks first, then the policy.
+		if code, msg = checkRequest(req); code == 0 {
+			scheme, authority := httpsyntax.Target(req.URL)
+			code, msg = c.head.Refuse(limit, scheme, authority)
+		}
 	}
 	c.r.setReadLimit(-1)
-	if code, msg := checkRequest(req, fieldsChecked); code != 0 {
+	if code != 0 {
+		// Unread bytes (a body, a smuggled request) may follow: let the
+		// answer arrive before the connection closes.
+		c.linger = true
 		c.writeError(code, msg)
 		return false
 	}
 	return c.handle(req)
 }
+
+// headSlack is how far past the head's limit a connection is read while
+// its head is: bytes read with the head (a body, the next request) that
+// are not the head's. The head's own size is held to the limit exactly.
+const headSlack = 4096
 
 // rejectRequest answers a request that could not be read, as net/http's
 // server does: nothing for a client that left or timed out, 431 for a head
@@ -208,8 +254,11 @@ func (c *conn) rejectRequest(err error) {
 	switch {
 	case c.r.hitReadLimit():
 		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isReadError(err):
-		// The client went away or was too slow: nobody to answer.
+	case err == io.EOF, isReadError(err):
+		// The client went away before a request, or was too slow:
+		// nobody to answer. (A head cut short by the end of the
+		// connection, io.ErrUnexpectedEOF, gets net/http's 400: the
+		// client may still be reading.)
 	case strings.HasPrefix(err.Error(), "unsupported transfer encoding"),
 		strings.HasPrefix(err.Error(), "too many transfer encodings"):
 		c.writeError(http.StatusNotImplemented, "unsupported transfer encoding")
@@ -229,23 +278,13 @@ func isReadError(err error) bool {
 	return errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-// checkRequest applies what net/http's server checks after parsing: the
-// protocol version, Host, and header names and values (unless
-// fieldsChecked: readPlainRequest admits no name or value they refuse).
-func checkRequest(req *http.Request, fieldsChecked bool) (int, string) {
+// checkRequest applies what net/http's server checks after parsing a
+// request that is not plain (readPlainRequest admits no version, name or
+// value it refuses): the protocol version, and header names and values.
+// Host, framing and CONNECT are httpsyntax's policy.
+func checkRequest(req *http.Request) (int, string) {
 	if req.ProtoMajor != 1 {
 		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
-	}
-	// http.ReadRequest has taken Host out of the header into req.Host
-	// (the request target's authority first), and refused two of them.
-	if req.ProtoMinor >= 1 && req.Host == "" && req.Method != "CONNECT" {
-		return http.StatusBadRequest, "missing required Host header"
-	}
-	if !validHost(req.Host) {
-		return http.StatusBadRequest, "malformed Host header"
-	}
-	if fieldsChecked {
-		return 0, ""
 	}
 	for k, vv := range req.Header {
 		if !validFieldName(k) {
@@ -263,16 +302,22 @@ func checkRequest(req *http.Request, fieldsChecked bool) (int, string) {
 // writeError answers a request that never reached the handler, and
 // closes the connection after it.
 func (c *conn) writeError(code int, msg string) {
+	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
+	writeError(c.bw, code, msg)
+}
+
+// writeError writes the answer to a request refused before any handler,
+// framed by the connection's close, as net/http's server writes its own.
+func writeError(bw *bufio.Writer, code int, msg string) {
 	text := http.StatusText(code)
 	if msg != "" {
 		text += ": " + msg
 	}
-	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
-	c.bw.WriteString("HTTP/1.1 ")
-	c.bw.WriteString(statusLine(code))
-	c.bw.WriteString("Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n")
-	c.bw.WriteString(text)
-	c.bw.Flush()
+	bw.WriteString("HTTP/1.1 ")
+	bw.WriteString(statusLine(code))
+	bw.WriteString("Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n")
+	bw.WriteString(text)
+	bw.Flush()
 }
 
 // maxKeptFields bounds the header a connection keeps for its next request:
@@ -306,14 +351,7 @@ func (c *conn) handle(parsed *http.Request) bool {
 	w := &c.w
 	w.reset(req)
 	defer w.release()
-	if len(req.TransferEncoding) > 0 || !req.ProtoAtLeast(1, 1) && req.ContentLength != 0 {
-		// A request with both Content-Length and Transfer-Encoding may
-		// be smuggling another, and RFC 9112 section 6.1 says to close
-		// the connection after it (after any HTTP/1.0 request with a
-		// Transfer-Encoding, too). http.ReadRequest drops the field it
-		// does not use, so such a request cannot be told apart
-		// afterwards: every chunked request, and every HTTP/1.0 request
-		// with a body, ends its connection.
+	if httpsyntax.CloseAfter(req.ProtoMinor, len(req.TransferEncoding) > 0, req.ContentLength) {
 		w.closeAfter = true
 	}
 	if v := req.Header["Expect"]; len(v) > 0 && v[0] != "" && !expectsContinue(req) { // Header.Get, without canonicalizing a constant
@@ -493,6 +531,8 @@ func (b *requestBody) drain(neverAsked bool) bool {
 type connReader struct {
 	conn   *conn
 	remain int64 // bytes still allowed; < 0: no limit
+	// scan, while a head is read by http.ReadRequest, sees what is read.
+	scan *httpsyntax.HeadScanner
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -524,6 +564,18 @@ type connReader struct {
 	handling     bool
 }
 
+// startScan scans the head br starts with: the bytes br holds now, and
+// those read from here until the head ends.
+func (cr *connReader) startScan(br *bufio.Reader) {
+	s := &cr.conn.head
+	s.Reset()
+	buf, _ := br.Peek(br.Buffered())
+	s.Write(buf)
+	if !s.Done() {
+		cr.scan = s
+	}
+}
+
 func (cr *connReader) setReadLimit(n int64) { cr.remain = n }
 func (cr *connReader) hitReadLimit() bool   { return cr.remain == 0 }
 
@@ -542,7 +594,7 @@ func (cr *connReader) Read(p []byte) (int, error) {
 		p[0] = cr.byteBuf[0]
 		cr.hasByte = false
 		cr.mu.Unlock()
-		cr.count(1)
+		cr.count(p[:1])
 		return 1, nil
 	}
 	if cr.aborted {
@@ -552,13 +604,18 @@ func (cr *connReader) Read(p []byte) (int, error) {
 	cr.handlerReadLocked()
 	cr.mu.Unlock()
 	n, err := cr.conn.rwc.Read(p)
-	cr.count(n)
+	cr.count(p[:n])
 	return n, err
 }
 
-func (cr *connReader) count(n int) {
+func (cr *connReader) count(p []byte) {
 	if cr.remain > 0 {
-		cr.remain -= int64(n)
+		cr.remain -= int64(len(p))
+	}
+	if cr.scan != nil {
+		if cr.scan.Write(p); cr.scan.Done() {
+			cr.scan = nil
+		}
 	}
 }
 

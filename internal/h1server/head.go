@@ -118,8 +118,10 @@ func readPlainRequestInto(br *bufio.Reader, req *http.Request, b *headBuffers) b
 			return false
 		case "Host":
 			// net/http takes Host out of the header into req.Host
-			// (http.ReadRequest, and its server), and refuses two.
-			if hosts++; hosts > 1 {
+			// (http.ReadRequest, and its server), and refuses two. An
+			// empty one is left to the scan of heads that are not
+			// plain, which tells it from none.
+			if hosts++; hosts > 1 || value == "" {
 				return false
 			}
 			host = value

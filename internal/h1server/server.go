@@ -7,8 +7,14 @@
 // request line, headers, Content-Length and chunked bodies, and the
 // request-smuggling checks that go with them), the Handler, ResponseWriter,
 // Flusher, Hijacker and ResponseController interfaces, the checks net/http's
-// server adds (Host, header names and values, protocol version, header size),
-// its keep-alive rules, Expect: 100-continue, and graceful shutdown.
+// server adds (header names and values, protocol version), its keep-alive
+// rules, Expect: 100-continue, and graceful shutdown.
+//
+// What it adds, and holds net/http's server to as well (NetHTTPServer):
+// floodgate's request policy (internal/httpsyntax: Head.Refuse, RefuseHost,
+// CloseAfter), judged from the head's bytes since Go's parser drops what it
+// needs — ambiguous framing refused, CONNECT refused, one Host policy, the
+// head's size held exactly to MaxHeaderBytes.
 //
 // What it does differently, which is where the time goes:
 //   - the handler runs on the connection's goroutine, and a response that
@@ -70,7 +76,8 @@ type Server struct {
 	// IdleTimeout closes a keep-alive connection after that long without a
 	// request. Zero: ReadHeaderTimeout if set, else no limit.
 	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds a request's line and headers. Zero: 64 KiB.
+	// MaxHeaderBytes bounds a request's head (its line, fields and line
+	// ends), exactly: one byte more is 431. Zero: 64 KiB.
 	MaxHeaderBytes int
 	// ErrorLog receives handler panics and accept errors. Nil: the log
 	// package's standard logger.

@@ -19,23 +19,6 @@ var tokenChars = func() (t [256]bool) {
 	return t
 }()
 
-// hostChars: what may appear in a Host field: a reg-name, an IPv4
-// address, a bracketed IPv6 literal (with a zone), a port, and the
-// sub-delims and percent-encoding of RFC 3986.
-var hostChars = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
-		t[c-'a'+'A'] = true
-	}
-	for _, c := range "!$%&'()*+,-.:;=[]_~" {
-		t[c] = true
-	}
-	return t
-}()
-
 func validFieldName[T string | []byte](s T) bool {
 	if len(s) == 0 {
 		return false
@@ -54,15 +37,6 @@ func validFieldValue[T string | []byte](s T) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < ' ' && c != '\t' || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-func validHost(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !hostChars[s[i]] {
 			return false
 		}
 	}

@@ -194,6 +194,13 @@ type UpstreamOptions struct {
 	// WrapTransport, if set, wraps the pooled transport, e.g. to add the
 	// gateway's own credentials (upstreamauth.Transport).
 	WrapTransport func(http.RoundTripper) http.RoundTripper
+	// Reuse is forward.Options.Reuse. Over Go's transport (https, or
+	// WrapTransport), which cannot keep a connection to one client's
+	// requests, ReusePerClient uses each connection once, as ReuseNone.
+	Reuse forward.Reuse
+	// OnUnsolicited is forward.Options.OnUnsolicited (the forwarder
+	// only: Go's transport discards such bytes itself).
+	OnUnsolicited func()
 }
 
 // NewUpstream returns an Upstream forwarding to u over a pooled transport.
@@ -220,6 +227,7 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 		f, err := forward.New(u, forward.Options{
 			ConnectTimeout: o.ConnectTimeout, ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 			MaxIdleConns: o.MaxIdleConnsPerHost, OnError: o.OnError,
+			Reuse: o.Reuse, OnUnsolicited: o.OnUnsolicited,
 		})
 		if err == nil {
 			up.fwd, up.Handler = f, f
@@ -239,6 +247,7 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		ForceAttemptHTTP2:     u.Scheme == "https",
+		DisableKeepAlives:     o.Reuse != forward.ReuseShared,
 	}
 	var rt http.RoundTripper = up.transport
 	if o.WrapTransport != nil {

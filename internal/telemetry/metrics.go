@@ -29,6 +29,7 @@ type Metrics struct {
 	// upstreamErrors counts requests an upstream failed, by kind
 	// (Failures.Upstream).
 	upstreamErrors *prometheus.CounterVec
+	unsolicited    *prometheus.CounterVec
 	storeErrors    prometheus.Counter
 	storeLatency   prometheus.Histogram
 	inflight       prometheus.Gauge
@@ -73,6 +74,10 @@ func NewMetrics(version string) *Metrics {
 			Help:    "Time from forwarding a request to the upstream's response header, by route.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"route"}),
+		unsolicited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floodgate_upstream_unsolicited_total",
+			Help: "Answers an upstream sent that no request asked for (found after a complete response or on an idle pooled connection); the connection was closed.",
+		}, []string{"upstream"}),
 		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "floodgate_store_errors_total",
 			Help: "Store operations that failed; the request was decided by the failure policy.",
@@ -128,7 +133,7 @@ func NewMetrics(version string) *Metrics {
 		Help: "Always 1; labels give the version and Go version.",
 	}, []string{"version", "go_version"})
 	build.WithLabelValues(version, runtime.Version()).Set(1)
-	reg.MustRegister(m.ruleDecisions, m.ruleErrors, m.requests, m.upstream, m.storeErrors,
+	reg.MustRegister(m.ruleDecisions, m.ruleErrors, m.requests, m.upstream, m.unsolicited, m.storeErrors,
 		m.storeLatency, m.inflight, m.mode, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -299,6 +304,12 @@ func (rm *RouteMetrics) Request(code int) {
 		rm.codes[code].Store(c)
 	}
 	(*c).Inc()
+}
+
+// UpstreamUnsolicited returns the counter of the answers upstream sent
+// that no request asked for.
+func (m *Metrics) UpstreamUnsolicited(upstream string) prometheus.Counter {
+	return m.unsolicited.WithLabelValues(upstream)
 }
 
 // Upstream records the upstream's time to response header.
