@@ -117,7 +117,7 @@ func TestInitStdout(t *testing.T) {
 }
 
 // TestInitEverySettingHasAComment walks each preset's YAML: every key has
-// a comment of its own, above it or at the end of its line.
+// a comment of its own, one line above it or at the end of its line.
 func TestInitEverySettingHasAComment(t *testing.T) {
 	for _, preset := range []string{"api", "frontend"} {
 		t.Run(preset, func(t *testing.T) {
@@ -151,6 +151,9 @@ func TestInitEverySettingHasAComment(t *testing.T) {
 						}
 						if strings.TrimSpace(comment) == "" {
 							t.Errorf("line %d: %s has no comment", k.Line, p)
+						}
+						if strings.Contains(strings.TrimSpace(k.HeadComment), "\n") {
+							t.Errorf("line %d: %s has a comment of several lines, want one:\n%s", k.Line, p, k.HeadComment)
 						}
 						// A flow collection ({a: 1}, [x, y]) is one setting,
 						// on one line.
