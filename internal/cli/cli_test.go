@@ -3,9 +3,11 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -142,6 +144,24 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ := run(t, nil, "version")
 	if code != 0 || !strings.HasPrefix(stdout, "floodgate ") {
 		t.Errorf("version: code %d, stdout %q", code, stdout)
+	}
+	for _, want := range []string{"\ncommit:  ", "\nbuilt:   ", "\ngo:      " + runtime.Version()} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("version prints %q, lacking %q", stdout, want)
+		}
+	}
+	code, stdout, _ = run(t, nil, "version", "--json")
+	var got map[string]string
+	if err := json.Unmarshal([]byte(stdout), &got); code != 0 || err != nil {
+		t.Fatalf("version --json: code %d, %v: %q", code, err, stdout)
+	}
+	for _, field := range []string{"version", "commit", "date", "go", "os", "arch"} {
+		if _, ok := got[field]; !ok {
+			t.Errorf("version --json lacks %q: %s", field, stdout)
+		}
+	}
+	if got["version"] == "" || got["go"] != runtime.Version() {
+		t.Errorf("version --json = %s, want a version and go %s", stdout, runtime.Version())
 	}
 }
 
