@@ -165,6 +165,26 @@ type Server struct {
 	// request) or net/http (Go's own server). With tls, net/http serves
 	// (HTTP/2 by ALPN) whatever this says.
 	Engine string `yaml:"engine" json:"engine,omitempty"`
+	// MaxBodyBytes bounds a request body (routes may override): a
+	// declared Content-Length over it is answered 413 before anything is
+	// forwarded, and a chunked body as soon as it passes it, like
+	// nginx's client_max_body_size. Default 10485760 (10 MiB).
+	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
+	// MaxURIBytes bounds the request target; a longer one is answered
+	// 414. Default 8192.
+	MaxURIBytes int `yaml:"max_uri_bytes" json:"max_uri_bytes,omitempty"`
+	// BodyReadTimeout bounds the wait between two reads of a request
+	// body (not the whole body), like nginx's client_body_timeout: a
+	// client silent that long is answered 408. Default "60s".
+	BodyReadTimeout string `yaml:"body_read_timeout" json:"body_read_timeout,omitempty"`
+	// WriteIdleTimeout bounds each write of an answer to a client that
+	// does not read it (not the whole answer), like nginx's send_timeout:
+	// the connection is then closed. Default "60s".
+	WriteIdleTimeout string `yaml:"write_idle_timeout" json:"write_idle_timeout,omitempty"`
+	// RequestBufferBytes is how much of a body a route with
+	// request_buffering on holds in memory; the rest goes to a temporary
+	// file, like nginx's client_body_buffer_size. Default 65536.
+	RequestBufferBytes int64 `yaml:"request_buffer_bytes" json:"request_buffer_bytes,omitempty"`
 }
 
 // ClientIP configures client address resolution (SPEC G2).
@@ -301,6 +321,14 @@ type Route struct {
 	// RetryAfter is the Retry-After of the route's 503/504 answers
 	// (capacity, timeouts). Default "10s".
 	RetryAfter string `yaml:"retry_after" json:"retry_after,omitempty"`
+	// MaxBodyBytes overrides server.max_body_bytes for this route.
+	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
+	// RequestBuffering "on" reads a request body whole (in memory up to
+	// server.request_buffer_bytes, the rest in a temporary file) before
+	// the request is forwarded, so a slow upload never holds the
+	// upstream, like nginx's proxy_request_buffering; "off" (default)
+	// streams it, for streaming routes.
+	RequestBuffering string `yaml:"request_buffering" json:"request_buffering,omitempty"`
 }
 
 // RouteQuery filters a route's query parameters (SPEC O1).

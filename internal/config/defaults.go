@@ -22,6 +22,16 @@ const (
 	DefaultShutdownGrace     = "30s"
 	DefaultStoreTimeout      = "100ms"
 
+	DefaultMaxBodyBytes       = 10 << 20
+	DefaultMaxURIBytes        = 8 << 10
+	DefaultBodyReadTimeout    = "60s"
+	DefaultWriteIdleTimeout   = "60s"
+	DefaultRequestBufferBytes = 64 << 10
+
+	// The values of a route's request_buffering.
+	BufferingOn  = "on"
+	BufferingOff = "off"
+
 	// The server engines (server.engine).
 	EngineFloodgate = "floodgate"
 	EngineNetHTTP   = "net/http"
@@ -53,6 +63,11 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Server.IdleTimeout, DefaultIdleTimeout)
 	setDefault(&c.Server.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&c.Server.Engine, EngineFloodgate)
+	setDefault(&c.Server.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.Server.MaxURIBytes, DefaultMaxURIBytes)
+	setDefault(&c.Server.BodyReadTimeout, DefaultBodyReadTimeout)
+	setDefault(&c.Server.WriteIdleTimeout, DefaultWriteIdleTimeout)
+	setDefault(&c.Server.RequestBufferBytes, DefaultRequestBufferBytes)
 
 	setDefault(&c.ClientIP.Header, HeaderXForwardedFor)
 	for _, h := range []string{HeaderXForwardedFor, HeaderForwarded} {

@@ -180,6 +180,7 @@ func restartOnly(a, b *config.Config) []string {
 		{"server.idle_timeout", a.Server.IdleTimeout, b.Server.IdleTimeout, true},
 		{"server.shutdown_grace", a.Server.ShutdownGrace, b.Server.ShutdownGrace, true},
 		{"server.engine", a.Server.Engine, b.Server.Engine, false},
+		{"server.write_idle_timeout", a.Server.WriteIdleTimeout, b.Server.WriteIdleTimeout, true},
 	} {
 		if f.a != f.b && !(f.duration && sameDuration(f.a, f.b)) {
 			out = append(out, f.name)

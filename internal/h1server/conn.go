@@ -458,6 +458,10 @@ func (b *requestBody) shut() (interrupted bool) {
 	return interrupted
 }
 
+// maxDrain is how much of an unread body the server reads after the
+// handler, so that the connection can carry another request.
+const maxDrain = 256 << 10
+
 // drain reads what is left of the body, up to 256 KiB (net/http's
 // allowance), so that the connection can carry the next request. It
 // reports whether the body was read to its end. neverAsked: the client
@@ -472,10 +476,12 @@ func (b *requestBody) drain(neverAsked bool) bool {
 	switch {
 	case b.eof:
 		return true
-	case b.err != nil, neverAsked:
+	case b.err != nil, neverAsked, b.w.req.ContentLength > maxDrain:
+		// More than the allowance is declared: not worth waiting for
+		// (net/http's server does not read it either).
 		return false
 	}
-	_, err := io.CopyN(io.Discard, b.rc, 256<<10)
+	_, err := io.CopyN(io.Discard, b.rc, maxDrain)
 	if err == io.EOF {
 		b.eof = true
 		return true

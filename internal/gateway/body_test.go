@@ -1,0 +1,294 @@
+package gateway_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/admin"
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/h1server"
+	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/internal/testnet"
+	"github.com/floodgate/floodgate/ratelimit/memory"
+)
+
+// engines are the values of server.engine: every test of this file runs
+// against both servers.
+var engines = []string{config.EngineFloodgate, config.EngineNetHTTP}
+
+// engineFront is a gateway served by one engine on loopback, with its
+// metrics.
+type engineFront struct {
+	addr  string
+	admin http.Handler
+}
+
+// startEngine builds a gateway from yaml (${UP} is up) and serves it with
+// engine on a loopback port, as `floodgate serve` would.
+func startEngine(t *testing.T, engine, yaml, up string) *engineFront {
+	t.Helper()
+	f, err := config.Parse("test.yaml", []byte(yaml), "", func(k string) (string, bool) {
+		if k == "UP" {
+			return up, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatalf("config.Parse: %v", err)
+	}
+	f.Config.ApplyDefaults()
+	metrics := telemetry.NewMetrics("test")
+	g, problems := gateway.New(f, gateway.Options{
+		Store:   memory.New(memory.Options{}),
+		Metrics: metrics,
+		Logger:  telemetry.NewLogger(io.Discard, "info"),
+	})
+	if len(problems) > 0 {
+		t.Fatalf("gateway.New: %v", problems)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch engine {
+	case config.EngineFloodgate:
+		s := &h1server.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+		go s.Serve(ln)
+		t.Cleanup(func() { s.Close() })
+	default:
+		s := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
+		go s.Serve(ln)
+		t.Cleanup(func() { s.Close() })
+	}
+	return &engineFront{addr: ln.Addr().String(), admin: admin.Handler(admin.Options{Gatherer: metrics.Registry})}
+}
+
+func (f *engineFront) requests(route, code string) float64 {
+	return scrape(f.admin, `floodgate_requests_total{code="`+code+`",route="`+route+`"}`)
+}
+
+// rawUpstreamRecorder is an upstream that reads what each connection
+// sends until the connection ends, and never answers: it records how
+// each ended.
+type rawUpstreamRecorder struct {
+	addr   string
+	mu     sync.Mutex
+	ends   []string // "closed" (the gateway closed it) or what else ended it
+	ended  chan struct{}
+	conns  int
+	gotten []string
+}
+
+func newRawUpstreamRecorder(t *testing.T) *rawUpstreamRecorder {
+	u := &rawUpstreamRecorder{ended: make(chan struct{}, 16)}
+	u.addr = testnet.Serve(t, func(c net.Conn) {
+		u.mu.Lock()
+		u.conns++
+		u.mu.Unlock()
+		// A bound for a gateway that never closes: the test then fails.
+		c.SetReadDeadline(time.Now().Add(20 * time.Second))
+		b, err := io.ReadAll(c)
+		end := "closed"
+		if err != nil {
+			end = err.Error()
+		}
+		u.mu.Lock()
+		u.ends = append(u.ends, end)
+		u.gotten = append(u.gotten, string(b))
+		u.mu.Unlock()
+		u.ended <- struct{}{}
+	})
+	return u
+}
+
+// exchangeRaw sends raw on a new connection to addr and returns the
+// response (its body read) or an error.
+func exchangeRaw(t *testing.T, addr, raw string) (*http.Response, string, error) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a bound, not a measure
+	if _, err := io.WriteString(c, raw); err != nil {
+		return nil, "", err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return nil, "", err
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		return resp, string(body), nil // a reset after the answer
+	}
+	return resp, string(body), nil
+}
+
+func TestMalformedChunkedBodyIsTheClients(t *testing.T) {
+	head := "POST /upload HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nAccept: application/problem+json\r\n\r\n"
+	// Valid chunks first, so that the head and part of the body reach
+	// the upstream before the fault.
+	good := "4000\r\n" + strings.Repeat("a", 0x4000) + "\r\n"
+	cases := []struct{ name, body string }{
+		{"chunk size over 64 bits", good + "ffffffffffffffffff\r\n"},
+		{"100 KB size line", good + "1" + strings.Repeat("0", 100<<10) + "\r\n"},
+		{"chunk data without its CRLF", good + "5\r\nhelloXY5\r\nhello\r\n0\r\n\r\n"},
+	}
+	for _, engine := range engines {
+		for _, tc := range cases {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				up := newRawUpstreamRecorder(t)
+				gw := startEngine(t, engine, "upstreams: {api: {url: \"${UP}\"}}\n", "http://"+up.addr)
+				resp, body, err := exchangeRaw(t, gw.addr, head+tc.body)
+				if err != nil {
+					t.Fatalf("exchange: %v", err)
+				}
+				if resp.StatusCode != http.StatusBadRequest {
+					t.Errorf("status = %d, want 400; body %s", resp.StatusCode, body)
+				}
+				if !strings.Contains(body, `"status":400`) {
+					t.Errorf("body = %s, want a problem with status 400", body)
+				}
+				if got := gw.requests("default", "400"); got != 1 {
+					t.Errorf("requests_total{code=400} = %v, want 1", got)
+				}
+				if got := gw.requests("default", "502"); got != -1 {
+					t.Errorf("requests_total{code=502} = %v, want none", got)
+				}
+				if got := scrape(gw.admin, `floodgate_upstream_duration_seconds_count{route="default"}`); got > 0 {
+					t.Errorf("upstream_duration_seconds_count = %v, want no upstream response counted", got)
+				}
+				<-up.ended
+				up.mu.Lock()
+				defer up.mu.Unlock()
+				if up.conns != 1 || up.ends[0] != "closed" {
+					t.Errorf("upstream connections %d, ended %q; want 1, closed by the gateway", up.conns, up.ends)
+				}
+				if !strings.HasPrefix(up.gotten[0], "POST /upload HTTP/1.1\r\n") {
+					t.Errorf("upstream got %.40q, want the partial request", up.gotten[0])
+				}
+			})
+		}
+	}
+}
+
+// countingUpstream answers every request 200 after reading its body, and
+// counts the requests that reached it (arrived) and those in flight.
+type countingUpstream struct {
+	url      string
+	mu       sync.Mutex
+	arrived  int
+	inflight int
+	maxIn    int
+	bytes    int64
+}
+
+func newCountingUpstream(t *testing.T) *countingUpstream {
+	u := &countingUpstream{}
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u.mu.Lock()
+		u.arrived++
+		u.inflight++
+		u.maxIn = max(u.maxIn, u.inflight)
+		u.mu.Unlock()
+		n, _ := io.Copy(io.Discard, r.Body)
+		u.mu.Lock()
+		u.inflight--
+		u.bytes += n
+		u.mu.Unlock()
+		fmt.Fprintf(w, "%d", n)
+	}))
+	t.Cleanup(s.Close)
+	u.url = s.URL
+	return u
+}
+
+func (u *countingUpstream) counts() (arrived, inflight, maxIn int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.arrived, u.inflight, u.maxIn
+}
+
+func chunked(n int) string {
+	var b strings.Builder
+	for n > 0 {
+		k := min(n, 300)
+		fmt.Fprintf(&b, "%x\r\n%s\r\n", k, strings.Repeat("b", k))
+		n -= k
+	}
+	return b.String() + "0\r\n\r\n"
+}
+
+func TestBodyAndTargetLimits(t *testing.T) {
+	const yaml = `
+server: {max_body_bytes: 1000}
+upstreams: {api: {url: "${UP}"}}
+routes:
+  - {name: small, path: /small, upstream: api, max_body_bytes: 100}
+  - {name: other, path: "/{rest...}", upstream: api}
+`
+	post := func(path, framing string) string {
+		return "POST " + path + " HTTP/1.1\r\nHost: gw\r\nAccept: application/problem+json\r\n" + framing
+	}
+	tests := []struct {
+		name      string
+		raw       string
+		status    int
+		route     string
+		forwarded bool // the request reaches the upstream (whole or cut off)
+	}{
+		{"declared length far over the limit", post("/up", "Content-Length: 10000000000\r\n\r\n"), 413, "other", false},
+		{"declared length one over", post("/up", "Content-Length: 1001\r\n\r\n") + strings.Repeat("c", 1001), 413, "other", false},
+		{"declared length at the limit", post("/up", "Content-Length: 1000\r\n\r\n") + strings.Repeat("c", 1000), 200, "other", true},
+		{"chunked over the limit", post("/up", "Transfer-Encoding: chunked\r\n\r\n") + chunked(1001), 413, "other", true},
+		{"chunked huge chunk", post("/up", "Transfer-Encoding: chunked\r\n\r\n") + "7fffffffffffffff\r\n" + strings.Repeat("d", 2000), 413, "other", true},
+		{"chunked at the limit", post("/up", "Transfer-Encoding: chunked\r\n\r\n") + chunked(1000), 200, "other", true},
+		{"route override", post("/small", "Content-Length: 101\r\n\r\n") + strings.Repeat("c", 101), 413, "small", false},
+		{"route override chunked", post("/small", "Transfer-Encoding: chunked\r\n\r\n") + chunked(101), 413, "small", true},
+		{"target over 8 KiB", "GET /" + strings.Repeat("u", 8192) + " HTTP/1.1\r\nHost: gw\r\nAccept: application/problem+json\r\n\r\n", 414, "", false},
+		{"target at 8 KiB", "GET /" + strings.Repeat("u", 8191) + " HTTP/1.1\r\nHost: gw\r\n\r\n", 200, "other", true},
+		{"query over 8 KiB", "GET /q?" + strings.Repeat("q", 8192) + " HTTP/1.1\r\nHost: gw\r\nAccept: application/problem+json\r\n\r\n", 414, "", false},
+	}
+	for _, engine := range engines {
+		for _, tc := range tests {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				up := newCountingUpstream(t)
+				gw := startEngine(t, engine, yaml, up.url)
+				resp, body, err := exchangeRaw(t, gw.addr, tc.raw)
+				if err != nil {
+					t.Fatalf("exchange: %v", err)
+				}
+				if resp.StatusCode != tc.status {
+					t.Fatalf("status = %d, want %d; body %s", resp.StatusCode, tc.status, body)
+				}
+				if tc.status != 200 {
+					if want := fmt.Sprintf(`"status":%d`, tc.status); !strings.Contains(body, want) {
+						t.Errorf("body = %s, want a problem with %s", body, want)
+					}
+				}
+				if got := gw.requests(tc.route, strconv.Itoa(tc.status)); got != 1 {
+					t.Errorf("requests_total{route=%q,code=%d} = %v, want 1", tc.route, tc.status, got)
+				}
+				if arrived, _, _ := up.counts(); !tc.forwarded && arrived != 0 {
+					t.Errorf("upstream got %d requests, want none", arrived)
+				}
+				if _, _, _ = up.counts(); tc.status == 200 && body == "" {
+					t.Errorf("empty answer from the upstream")
+				}
+			})
+		}
+	}
+}
