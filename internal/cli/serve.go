@@ -19,6 +19,7 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/h1server"
+	"github.com/floodgate/floodgate/internal/listen"
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/version"
@@ -148,6 +149,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		if err != nil {
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
+		// A client that stops reading its answer is cut off (both engines).
+		writeIdle, _ := config.ParseTimeout(c.Server.WriteIdleTimeout)
+		ln = listen.WriteIdle(ln, writeIdle)
 		servers = append(servers, s)
 		hs, _ := s.(*http.Server)
 		tls := hs != nil && hs.TLSConfig != nil

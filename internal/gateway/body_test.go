@@ -19,6 +19,7 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/h1server"
+	"github.com/floodgate/floodgate/internal/listen"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/testnet"
 	"github.com/floodgate/floodgate/ratelimit/memory"
@@ -62,6 +63,8 @@ func startEngine(t *testing.T, engine, yaml, up string) *engineFront {
 	if err != nil {
 		t.Fatal(err)
 	}
+	writeIdle, _ := config.ParseTimeout(f.Config.Server.WriteIdleTimeout)
+	ln = listen.WriteIdle(ln, writeIdle)
 	switch engine {
 	case config.EngineFloodgate:
 		s := &h1server.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute}
@@ -290,5 +293,102 @@ routes:
 				}
 			})
 		}
+	}
+}
+
+func TestSilentBodyIs408(t *testing.T) {
+	tests := []struct {
+		name, yaml, raw string
+	}{
+		{"body_read_timeout, nothing sent", `
+server: {body_read_timeout: 300ms}
+upstreams: {api: {url: "${UP}"}}
+`, "POST /up HTTP/1.1\r\nHost: gw\r\nContent-Length: 1000\r\nAccept: application/problem+json\r\n\r\n"},
+		{"body_read_timeout, part sent", `
+server: {body_read_timeout: 300ms}
+upstreams: {api: {url: "${UP}"}}
+`, "POST /up HTTP/1.1\r\nHost: gw\r\nContent-Length: 100000\r\nAccept: application/problem+json\r\n\r\n" + strings.Repeat("p", 40000)},
+		{"body_read_timeout, chunked", `
+server: {body_read_timeout: 300ms}
+upstreams: {api: {url: "${UP}"}}
+`, "POST /up HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\nAccept: application/problem+json\r\n\r\n10\r\n0123456789abcdef\r\n"},
+		{"the route's total timeout covers the body", `
+upstreams: {api: {url: "${UP}", timeouts: {total: 300ms}}}
+`, "POST /up HTTP/1.1\r\nHost: gw\r\nContent-Length: 1000\r\nAccept: application/problem+json\r\n\r\n"},
+	}
+	for _, engine := range engines {
+		for _, tc := range tests {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				up := newCountingUpstream(t)
+				gw := startEngine(t, engine, tc.yaml, up.url)
+				resp, body, err := exchangeRaw(t, gw.addr, tc.raw)
+				if err != nil {
+					t.Fatalf("exchange: %v (want a 408 answer)", err)
+				}
+				if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(body, `"status":408`) {
+					t.Errorf("answer %d %s, want a 408 problem", resp.StatusCode, body)
+				}
+				if !resp.Close {
+					t.Errorf("answer without Connection: close")
+				}
+				if got := gw.requests("default", "408"); got != 1 {
+					t.Errorf("requests_total{code=408} = %v, want 1", got)
+				}
+				if got := scrape(gw.admin, `floodgate_upstream_duration_seconds_count{route="default"}`); got > 0 {
+					t.Errorf("upstream_duration_seconds_count = %v, want no upstream response counted", got)
+				}
+			})
+		}
+	}
+}
+
+// TestSlowReaderIsCutOff: a client that stops reading a long answer has
+// its connection closed after write_idle_timeout, and the upstream's
+// answer is cut off with it rather than held open.
+func TestSlowReaderIsCutOff(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			upstreamDone := make(chan int64, 1)
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				chunk := []byte(strings.Repeat("z", 32<<10))
+				var n int64
+				for {
+					k, err := w.Write(chunk)
+					n += int64(k)
+					if err != nil {
+						break
+					}
+				}
+				upstreamDone <- n
+			}))
+			t.Cleanup(up.Close)
+			gw := startEngine(t, engine, `
+server: {write_idle_timeout: 300ms}
+upstreams: {api: {url: "${UP}"}}
+`, up.URL)
+			c, err := net.Dial("tcp", gw.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			io.WriteString(c, "GET /download HTTP/1.1\r\nHost: gw\r\n\r\n")
+			// The client reads nothing until the upstream's answer has
+			// ended: the socket buffers fill, and the gateway's write
+			// waits.
+			var n int64
+			select {
+			case n = <-upstreamDone:
+			case <-time.After(30 * time.Second): // a bound, not a measure
+				t.Fatalf("the upstream's answer is still held open: the gateway never cut the slow reader off")
+			}
+			c.SetReadDeadline(time.Now().Add(20 * time.Second)) // a bound, not a measure
+			got, err := io.Copy(io.Discard, c)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatalf("the client's connection is still open after %d bytes", got)
+			}
+			if got >= n {
+				t.Errorf("client read %d bytes of %d: the answer was not cut off", got, n)
+			}
+		})
 	}
 }
