@@ -1,11 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -173,3 +175,93 @@ func (f bodyFault) answer() (respond.Kind, bool) {
 	}
 	return 0, false
 }
+
+// bufferBody reads r's body (b) whole, in memory up to g.bufferBytes and
+// the rest in a temporary file, and makes it r's body, with its length
+// declared. It reports false when it has answered the request instead:
+// the body failed (400, 408, 413; nothing for a client that left), or the
+// temporary file could not be written (500).
+func (g *Gateway) bufferBody(sw *statusWriter, r *http.Request, b *clientBody) bool {
+	// Grown as the body arrives: a slow client that declares a large
+	// body costs only what it has sent.
+	first := int64(4 << 10)
+	if r.ContentLength > 0 {
+		first = min(first, r.ContentLength)
+	}
+	mem := make([]byte, 0, min(first, g.bufferBytes))
+	var file *os.File
+	var err error
+	for {
+		if len(mem) == cap(mem) {
+			if int64(len(mem)) >= g.bufferBytes {
+				break
+			}
+			mem = slices.Grow(mem, int(min(g.bufferBytes, 2*int64(cap(mem))))-len(mem))
+		}
+		var n int
+		n, err = b.Read(mem[len(mem):cap(mem)])
+		mem = mem[:len(mem)+n]
+		if err != nil {
+			break
+		}
+	}
+	size := int64(len(mem))
+	if err == nil {
+		// Over the memory bound: the rest goes to a file, unlinked at
+		// once so that nothing is left behind whatever happens.
+		file, err = os.CreateTemp("", "floodgate-body-*")
+		if err != nil {
+			g.answers.Write(sw, r, respond.Answer{Kind: respond.InternalError})
+			return false
+		}
+		os.Remove(file.Name())
+		var n int64
+		if _, err = file.Write(mem); err == nil {
+			n, err = io.CopyBuffer(onlyWriter{file}, b, mem[:cap(mem)])
+		}
+		size += n
+		if err == nil {
+			err = io.EOF
+		}
+	}
+	if err != io.EOF {
+		if file != nil {
+			file.Close()
+		}
+		if f := b.failure(time.Now()); f != bodyOK {
+			if kind, ok := f.answer(); ok {
+				sw.Header()["Connection"] = []string{"close"}
+				g.answers.Write(sw, r, respond.Answer{Kind: kind})
+			} else {
+				sw.own = true
+				sw.WriteHeader(499) // the client is gone
+			}
+			return false
+		}
+		g.answers.Write(sw, r, respond.Answer{Kind: respond.InternalError})
+		return false
+	}
+	// The client's Expect: 100-continue has been answered: the upstream
+	// gets the body at once.
+	delete(r.Header, "Expect")
+	r.TransferEncoding = nil
+	r.ContentLength = size
+	switch {
+	case size == 0:
+		r.Body = http.NoBody
+	case file == nil:
+		r.Body = io.NopCloser(bytes.NewReader(mem))
+	default:
+		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			file.Close()
+			g.answers.Write(sw, r, respond.Answer{Kind: respond.InternalError})
+			return false
+		}
+		r.Body = file
+	}
+	return true
+}
+
+// onlyWriter hides an *os.File's ReadFrom, so that io.CopyBuffer uses the
+// buffer given (and reads through the clientBody's bounds).
+type onlyWriter struct{ io.Writer }

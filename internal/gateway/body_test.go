@@ -392,3 +392,123 @@ upstreams: {api: {url: "${UP}"}}
 		})
 	}
 }
+
+func TestRequestBuffering(t *testing.T) {
+	const yaml = `
+server: {request_buffer_bytes: 4096}
+upstreams: {api: {url: "${UP}"}}
+routes:
+  - {name: buffered, path: /buffered, upstream: api, request_buffering: "on"}
+  - {name: streamed, path: /streamed, upstream: api}
+`
+	tests := []struct {
+		name, raw, want string
+		status          int
+	}{
+		{"in memory", "POST /buffered HTTP/1.1\r\nHost: gw\r\nContent-Length: 100\r\n\r\n" + strings.Repeat("m", 100), "100", 200},
+		{"in memory, chunked", "POST /buffered HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(1000), "1000", 200},
+		{"in a temporary file", "POST /buffered HTTP/1.1\r\nHost: gw\r\nContent-Length: 200000\r\n\r\n" + strings.Repeat("f", 200000), "200000", 200},
+		{"in a temporary file, chunked", "POST /buffered HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(100000), "100000", 200},
+		{"empty, chunked", "POST /buffered HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "0", 200},
+		{"malformed, never forwarded", "POST /buffered HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n" + "5\r\nhelloXY0\r\n\r\n", "", 400},
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // where the temporary files go
+	for _, engine := range engines {
+		for _, tc := range tests {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				up := newCountingUpstream(t)
+				gw := startEngine(t, engine, yaml, up.url)
+				resp, body, err := exchangeRaw(t, gw.addr, tc.raw)
+				if err != nil {
+					t.Fatalf("exchange: %v", err)
+				}
+				if left, _ := os.ReadDir(tmp); len(left) > 0 {
+					t.Errorf("temporary files left: %v", left)
+				}
+				if resp.StatusCode != tc.status || tc.status == 200 && body != tc.want {
+					t.Errorf("answer %d %q, want %d %q (bytes the upstream read)", resp.StatusCode, body, tc.status, tc.want)
+				}
+				if arrived, _, _ := up.counts(); tc.status != 200 && arrived != 0 {
+					t.Errorf("upstream got %d requests, want none", arrived)
+				}
+			})
+		}
+	}
+}
+
+// TestSlowUploadsNeverReachTheUpstream: many clients that send part of
+// their body and then wait are all being read by the gateway (each in
+// flight there), and none of them is in flight at the upstream; once they
+// finish, every one is forwarded whole.
+func TestSlowUploadsNeverReachTheUpstream(t *testing.T) {
+	n := 5000
+	// 2 descriptors per upload in this process, and some to spare: the
+	// most the descriptor limit allows, if under 5,000.
+	if l := openFilesLimit(); l > 0 && uint64(2*n+256) > l {
+		n = int((l - 256) / 2)
+		t.Logf("%d slow uploads: the most the open files limit (%d) allows", n, l)
+	}
+	if raceEnabled {
+		n = 500 // the race detector's goroutine limit
+	}
+	if testing.Short() {
+		n = 200
+	}
+	const size = 50000
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			up := newCountingUpstream(t)
+			gw := startEngine(t, engine, `
+upstreams: {api: {url: "${UP}"}}
+routes: [{name: upload, path: /upload, upstream: api, request_buffering: "on"}]
+`, up.url)
+			head := fmt.Sprintf("POST /upload HTTP/1.1\r\nHost: gw\r\nContent-Length: %d\r\n\r\n", size)
+			part := strings.Repeat("s", 1000)
+			conns := make([]net.Conn, 0, n)
+			defer func() {
+				for _, c := range conns {
+					c.Close()
+				}
+			}()
+			for range n {
+				c, err := net.Dial("tcp", gw.addr)
+				if err != nil {
+					t.Fatalf("dial after %d uploads: %v", len(conns), err)
+				}
+				conns = append(conns, c)
+				if _, err := io.WriteString(c, head+part); err != nil {
+					t.Fatalf("write: %v", err)
+				}
+			}
+			inflight := `floodgate_inflight_requests`
+			for i := 0; scrape(gw.admin, inflight) < float64(n); i++ {
+				if i == 6000 { // a bound (60 s), not a measure
+					t.Fatalf("%v of %d uploads in flight at the gateway", scrape(gw.admin, inflight), n)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if arrived, _, _ := up.counts(); arrived != 0 {
+				t.Fatalf("%d of %d slow uploads reached the upstream, want 0", arrived, n)
+			}
+			rest := strings.Repeat("s", size-len(part))
+			for i, c := range conns {
+				c.SetDeadline(time.Now().Add(60 * time.Second)) // a bound, not a measure
+				if _, err := io.WriteString(c, rest); err != nil {
+					t.Fatalf("upload %d: %v", i, err)
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					t.Fatalf("upload %d: %v", i, err)
+				}
+				b, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != 200 || string(b) != strconv.Itoa(size) {
+					t.Fatalf("upload %d: %d %q, want 200 %d", i, resp.StatusCode, b, size)
+				}
+			}
+			if arrived, _, _ := up.counts(); arrived != n {
+				t.Errorf("upstream got %d uploads, want %d", arrived, n)
+			}
+		})
+	}
+}

@@ -486,6 +486,29 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		rm.Request(sw.code)
 		return
 	}
+	// The route's total timeout runs from here: it covers the client's
+	// body (buffered or streamed) as well as the upstream.
+	if rs.total > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rs.total)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		b := &clientBody{rc: r.Body, max: rs.maxBody, timeout: g.bodyTimeout, dl: findReadDeadliner(w)}
+		b.until, _ = ctx.Deadline()
+		defer b.disarm()
+		r.Body, sw.body = b, b
+		if rs.buffer {
+			// Read whole before the route's capacity or the upstream is
+			// taken: a slow upload holds neither.
+			if !g.bufferBody(sw, r, b) {
+				rm.Request(sw.code)
+				return
+			}
+			defer r.Body.Close()
+		}
+	}
 	if rs.maxInflight > 0 {
 		if !g.engine.Inflight.Acquire(rs.capKey, rs.maxInflight) {
 			g.answers.Write(sw, r, respond.Answer{Kind: respond.Unavailable, RetryAfter: rs.retryAfter})
@@ -514,18 +537,6 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	if g.rlOnOK && v.Closest != nil {
 		ra := g.ruleAns[v.Closest.Index]
 		sw.setRateLimit(ra.PolicyName(v.ClosestDecision.Limit), v.ClosestDecision, ra.PolicyFieldValues())
-	}
-	if rs.total > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, rs.total)
-		defer cancel()
-		r = r.WithContext(ctx)
-	}
-	if r.Body != nil && r.Body != http.NoBody {
-		b := &clientBody{rc: r.Body, max: rs.maxBody, timeout: g.bodyTimeout, dl: findReadDeadliner(w)}
-		b.until, _ = ctx.Deadline()
-		defer b.disarm()
-		r.Body, sw.body = b, b
 	}
 	sw.start, sw.clock, sw.timed = g.clock.Now(), g.clock, true
 	sw.keepHeader = st.req.ReadsResponseHeader()
