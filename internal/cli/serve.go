@@ -280,7 +280,8 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		}
 	}()
 	if !hooks.noWatch && sf.data == nil {
-		if err := watchFile(ctx, sf.file, func() { reload("file changed") }, logger); err != nil {
+		settle, _ := config.ParseTimeout(c.Reload.Settle)
+		if err := watchFile(ctx, sf.file, settle, func() { reload("file changed") }, logger); err != nil {
 			logger.Warn("cannot watch the configuration file; reload with SIGHUP", "error", err.Error())
 		}
 	}
@@ -335,9 +336,18 @@ func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metri
 	f, data, problems, err := sf.load(env)
 	if err == nil && len(problems) == 0 {
 		var ignored []string
+		old := srv.Current().Config()
 		ignored, problems = srv.Reload(f, data)
 		if len(problems) == 0 {
-			logger.Info("configuration reloaded", "reason", reason, "hash", srv.Hash())
+			rc := diffRules(&old.Config, &f.Config)
+			attrs := []any{"reason", reason, "hash", srv.Hash(),
+				"rules_added", rc.added, "rules_removed", rc.removed, "rules_changed", rc.changed}
+			if len(rc.removed) > 0 {
+				// A half-written or truncated file looks like this too.
+				logger.Warn("configuration reloaded without rules it had", attrs...)
+			} else {
+				logger.Info("configuration reloaded", attrs...)
+			}
 			if len(ignored) > 0 {
 				logger.Warn("some changed settings apply only after a restart", "settings", ignored)
 			}

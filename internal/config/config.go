@@ -50,6 +50,8 @@ type Config struct {
 	Responses Responses `yaml:"responses" json:"responses"`
 	// Log configures logging and the decision log.
 	Log Log `yaml:"log" json:"log"`
+	// Reload tunes how the file watcher reloads the configuration.
+	Reload Reload `yaml:"reload" json:"reload"`
 }
 
 // TLS is the public listener's certificate. Both files or neither.
@@ -426,6 +428,15 @@ type CORS struct {
 	// ExposeHeaders are sent as Access-Control-Expose-Headers, so that a
 	// browser script may read them, e.g. [Retry-After].
 	ExposeHeaders []string `yaml:"expose_headers" json:"expose_headers,omitempty"`
+}
+
+// Reload tunes the configuration file's watcher.
+type Reload struct {
+	// Settle is how long a file written in place must stay unchanged
+	// before the watcher reloads it, so that a file still being written
+	// is never applied; an atomic replacement (rename, a ConfigMap's
+	// symlink swap) is reloaded at once. Default "2s".
+	Settle string `yaml:"settle" json:"settle,omitempty"`
 }
 
 // Log configures the decision log.

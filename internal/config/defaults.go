@@ -27,6 +27,7 @@ const (
 	DefaultBodyReadTimeout    = "60s"
 	DefaultWriteIdleTimeout   = "60s"
 	DefaultRequestBufferBytes = 64 << 10
+	DefaultReloadSettle       = "2s"
 
 	// The values of a route's request_buffering.
 	BufferingOn  = "on"
@@ -111,6 +112,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.Log.Decisions, LogDecisionsLimited)
 	setDefault(&c.Log.Access, "none")
+	setDefault(&c.Reload.Settle, DefaultReloadSettle)
 }
 
 func setDefault[T comparable](p *T, v T) {

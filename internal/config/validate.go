@@ -131,6 +131,7 @@ func (v *validator) top() {
 		{"server.shutdown_grace", v.c.Server.ShutdownGrace},
 		{"server.body_read_timeout", v.c.Server.BodyReadTimeout},
 		{"server.write_idle_timeout", v.c.Server.WriteIdleTimeout},
+		{"reload.settle", v.c.Reload.Settle},
 	} {
 		if _, err := ParseTimeout(d.val); err != nil {
 			v.add(d.path, err.Error())

@@ -41,6 +41,7 @@ func TestApplyDefaults(t *testing.T) {
 		},
 		Responses: Responses{RateLimitHeaders: "always"},
 		Log:       Log{Level: "info", Decisions: "limited", Access: "none"},
+		Reload:    Reload{Settle: "2s"},
 	}
 	if diff := cmp.Diff(c, want); diff != "" {
 		t.Errorf("ApplyDefaults (-got +want):\n%s", diff)

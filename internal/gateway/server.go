@@ -143,6 +143,7 @@ func restartSettings(c *config.Config) config.Config {
 	r.Listen, r.Admin.Listen, r.TLS, r.Store = c.Listen, c.Admin.Listen, c.TLS, c.Store
 	r.Internal.Listen, r.Server = c.Internal.Listen, c.Server
 	r.Log.Level, r.Log.Access = c.Log.Level, c.Log.Access
+	r.Reload = c.Reload
 	return r
 }
 
@@ -181,6 +182,7 @@ func restartOnly(a, b *config.Config) []string {
 		{"server.shutdown_grace", a.Server.ShutdownGrace, b.Server.ShutdownGrace, true},
 		{"server.engine", a.Server.Engine, b.Server.Engine, false},
 		{"server.write_idle_timeout", a.Server.WriteIdleTimeout, b.Server.WriteIdleTimeout, true},
+		{"reload.settle", a.Reload.Settle, b.Reload.Settle, true},
 	} {
 		if f.a != f.b && !(f.duration && sameDuration(f.a, f.b)) {
 			out = append(out, f.name)
