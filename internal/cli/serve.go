@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/http"
@@ -136,6 +137,11 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			_ = s.Shutdown(sctx)
 		}
 	}()
+	// Client connections are capped before the process runs out of
+	// descriptors (server.max_connections).
+	var rejected prometheus.Counter
+	conns := listen.NewLimiter(maxConnections(c.Server.MaxConnections), func() { rejected.Inc() })
+	rejected = metrics.RegisterConnections(conns.Open)
 	start := func(name, addr string, s httpServer) error {
 		network := "tcp"
 		if path, ok := strings.CutPrefix(addr, "unix:"); ok {
@@ -152,6 +158,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		// A client that stops reading its answer is cut off (both engines).
 		writeIdle, _ := config.ParseTimeout(c.Server.WriteIdleTimeout)
 		ln = listen.WriteIdle(ln, writeIdle)
+		if name == "public" || name == "internal" {
+			ln = conns.Wrap(ln)
+		}
 		servers = append(servers, s)
 		hs, _ := s.(*http.Server)
 		tls := hs != nil && hs.TLSConfig != nil
@@ -405,6 +414,19 @@ func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Ser
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          telemetry.ServerErrorLog(logger),
 	}
+}
+
+// maxConnections is server.max_connections, or when it is 0 what the
+// open files limit allows: two descriptors a request (the client's and an
+// upstream's), less 256 for everything else (listeners, Redis, files).
+func maxConnections(n int) int {
+	if n > 0 {
+		return n
+	}
+	if lim := openFilesLimit(); lim > 512 {
+		return int((lim - 256) / 2)
+	}
+	return 0 // unknown: no cap
 }
 
 func isLoopback(host string) bool {

@@ -187,6 +187,12 @@ type Server struct {
 	// request_buffering on holds in memory; the rest goes to a temporary
 	// file, like nginx's client_body_buffer_size. Default 65536.
 	RequestBufferBytes int64 `yaml:"request_buffer_bytes" json:"request_buffer_bytes,omitempty"`
+	// MaxConnections caps the client connections open at once on the
+	// public and internal listeners together; one more is closed at once
+	// and counted (floodgate_connections_rejected_total), like nginx's
+	// worker_connections. Default 0: what the open files limit allows,
+	// two descriptors a request, less 256.
+	MaxConnections int `yaml:"max_connections" json:"max_connections,omitempty"`
 }
 
 // ClientIP configures client address resolution (SPEC G2).

@@ -141,6 +141,7 @@ func (v *validator) top() {
 	raw := v.f.Config.Server
 	v.int64Range("server.max_body_bytes", raw.MaxBodyBytes, 1, MaxMaxBodyBytes)
 	v.intRange("server.max_uri_bytes", raw.MaxURIBytes, MinMaxURIBytes, MaxMaxURIBytes)
+	v.intRange("server.max_connections", raw.MaxConnections, 0, 10000000)
 	v.int64Range("server.request_buffer_bytes", raw.RequestBufferBytes, MinRequestBufferBytes, MaxRequestBufferBytes)
 	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
 		v.add("tls", "set both cert_file and key_file, or neither")

@@ -23,7 +23,11 @@ func TestRestartOnlyCoversServer(t *testing.T) {
 			continue
 		}
 		var a, b config.Config
-		reflect.ValueOf(&b.Server).Elem().Field(i).SetString("changed")
+		if f := reflect.ValueOf(&b.Server).Elem().Field(i); f.Kind() == reflect.String {
+			f.SetString("changed")
+		} else {
+			f.SetInt(1)
+		}
 		copied := restartSettings(&b)
 		if got := restartOnly(&a, &copied); len(got) != 1 {
 			t.Errorf("server field %s: restartOnly reports %v, want it alone", st.Field(i).Name, got)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -183,6 +184,7 @@ func restartOnly(a, b *config.Config) []string {
 		{"server.engine", a.Server.Engine, b.Server.Engine, false},
 		{"server.write_idle_timeout", a.Server.WriteIdleTimeout, b.Server.WriteIdleTimeout, true},
 		{"reload.settle", a.Reload.Settle, b.Reload.Settle, true},
+		{"server.max_connections", strconv.Itoa(a.Server.MaxConnections), strconv.Itoa(b.Server.MaxConnections), false},
 	} {
 		if f.a != f.b && !(f.duration && sameDuration(f.a, f.b)) {
 			out = append(out, f.name)

@@ -90,3 +90,79 @@ func (c *writeIdleConn) CloseWrite() error {
 
 // Unwrap returns the connection underneath.
 func (c *writeIdleConn) Unwrap() net.Conn { return c.Conn }
+
+// A Limiter caps the connections open at once across the listeners it
+// wraps: a connection accepted beyond the cap is closed at once, before
+// the server sees it, so that the process degrades (refusing some
+// clients) before it runs out of file descriptors (refusing everything,
+// its own metrics and upstream connections included). It is safe for
+// concurrent use.
+type Limiter struct {
+	max      int64
+	open     atomic.Int64
+	rejected func() // called for each connection closed at once; may be nil
+}
+
+// NewLimiter returns a Limiter of max connections (max <= 0: no cap);
+// rejected, if not nil, is called for each connection it closes at once.
+func NewLimiter(max int, rejected func()) *Limiter {
+	return &Limiter{max: int64(max), rejected: rejected}
+}
+
+// Open returns the number of connections open now.
+func (l *Limiter) Open() int64 { return l.open.Load() }
+
+// Wrap returns ln with its connections counted against l.
+func (l *Limiter) Wrap(ln net.Listener) net.Listener {
+	if l == nil || l.max <= 0 {
+		return ln
+	}
+	return &limitListener{Listener: ln, l: l}
+}
+
+type limitListener struct {
+	net.Listener
+	l *Limiter
+}
+
+func (ll *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := ll.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if ll.l.open.Add(1) > ll.l.max {
+			ll.l.open.Add(-1)
+			c.Close()
+			if ll.l.rejected != nil {
+				ll.l.rejected()
+			}
+			continue
+		}
+		return &limitConn{Conn: c, l: ll.l}, nil
+	}
+}
+
+// limitConn gives its place back once, when it is first closed.
+type limitConn struct {
+	net.Conn
+	l      *Limiter
+	closed atomic.Bool
+}
+
+func (c *limitConn) Close() error {
+	if !c.closed.Swap(true) {
+		c.l.open.Add(-1)
+	}
+	return c.Conn.Close()
+}
+
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// Unwrap returns the connection underneath.
+func (c *limitConn) Unwrap() net.Conn { return c.Conn }

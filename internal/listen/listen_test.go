@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -88,5 +89,64 @@ func BenchmarkWrite(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLimiterClosesConnectionsOverTheCap: with 3 connections open, a
+// fourth is closed at once and counted; once one closes, a new one is
+// served.
+func TestLimiterClosesConnectionsOverTheCap(t *testing.T) {
+	var rejected atomic.Int64
+	lim := NewLimiter(3, func() { rejected.Add(1) })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := lim.Wrap(ln)
+	defer wl.Close()
+	accepted := make(chan net.Conn, 8)
+	go func() {
+		for {
+			c, err := wl.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var clients []net.Conn
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients = append(clients, c)
+		return c
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	var served []net.Conn
+	for range 3 {
+		dial()
+		served = append(served, <-accepted)
+	}
+	over := dial()
+	over.SetReadDeadline(time.Now().Add(20 * time.Second)) // a bound, not a measure
+	if _, err := over.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the fourth connection: read %v, want it closed", err)
+	}
+	if rejected.Load() != 1 || lim.Open() != 3 {
+		t.Errorf("rejected %d, open %d; want 1, 3", rejected.Load(), lim.Open())
+	}
+	served[0].Close()
+	served[0].Close() // twice: its place is given back once
+	dial()
+	<-accepted
+	if rejected.Load() != 1 || lim.Open() != 3 {
+		t.Errorf("after one closed and one more: rejected %d, open %d; want 1, 3", rejected.Load(), lim.Open())
 	}
 }
