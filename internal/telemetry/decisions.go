@@ -31,7 +31,29 @@ type Decisions struct {
 	log    *slog.Logger
 	which  string
 	hasher *KeyHasher
+	// skips holds each rule's failing state (by rule index), so that a
+	// store outage writes a line per rule per SkipLogInterval, with a
+	// count, not one per request.
+	skips []skipState
+	// now reads a monotonic clock in nanoseconds; tests set it.
+	now func() int64
 }
+
+// SkipLogInterval is the least time between two "rule skipped" lines of
+// one rule while it keeps failing; the first failure and the recovery are
+// always logged.
+const SkipLogInterval = 10 * time.Second
+
+// skipState is one rule's run of failed evaluations.
+type skipState struct {
+	failing    atomic.Bool
+	lastLogged atomic.Int64 // when the last "rule skipped" line was written (now)
+	skipped    atomic.Int64 // failures since that line
+}
+
+var decisionsClock = time.Now()
+
+func monoNanos() int64 { return int64(time.Since(decisionsClock)) }
 
 var _ rules.Observer = (*Decisions)(nil)
 
@@ -41,7 +63,7 @@ func NewDecisions(rm *RuleMetrics, log *slog.Logger, which string, h *KeyHasher)
 	if which == "" {
 		which = LogLimited
 	}
-	return &Decisions{rm: rm, log: log, which: which, hasher: h}
+	return &Decisions{rm: rm, log: log, which: which, hasher: h, skips: make([]skipState, len(rm.errors)), now: monoNanos}
 }
 
 // Observe implements rules.Observer.
@@ -61,9 +83,11 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 				d.rm.degraded[r.Index][0].Inc()
 			}
 		}
-		d.log.LogAttrs(context.Background(), slog.LevelWarn, "rule skipped",
-			slog.String("rule", r.Name), slog.String("error", err.Error()))
+		d.skipped(r, err)
 		return
+	}
+	if r.Index < len(d.skips) && d.skips[r.Index].failing.Load() {
+		d.recovered(r)
 	}
 	d.rm.decisions[r.Index][o].Inc()
 	d.rm.recent.Add(r.Index, o)
@@ -191,4 +215,44 @@ func (s *instrumented) Take(ctx context.Context, key string, n int64, limits ...
 		s.m.storeErrors.Inc()
 	}
 	return d, err
+}
+
+// skipped logs a failed evaluation of r: at once when r was evaluating
+// fine, then at most once per SkipLogInterval with the number of
+// evaluations skipped since the last line.
+func (d *Decisions) skipped(r *rules.Rule, err error) {
+	if r.Index >= len(d.skips) {
+		d.log.LogAttrs(context.Background(), slog.LevelWarn, "rule skipped",
+			slog.String("rule", r.Name), slog.String("error", err.Error()))
+		return
+	}
+	s := &d.skips[r.Index]
+	now := d.now()
+	n := s.skipped.Add(1)
+	if s.failing.CompareAndSwap(false, true) {
+		s.lastLogged.Store(now)
+		s.skipped.Add(-n)
+		d.log.LogAttrs(context.Background(), slog.LevelWarn, "rule skipped",
+			slog.String("rule", r.Name), slog.String("error", err.Error()))
+		return
+	}
+	last := s.lastLogged.Load()
+	if now-last < int64(SkipLogInterval) || !s.lastLogged.CompareAndSwap(last, now) {
+		return
+	}
+	n = s.skipped.Swap(0)
+	d.log.LogAttrs(context.Background(), slog.LevelWarn, "rule skipped",
+		slog.String("rule", r.Name), slog.String("error", err.Error()),
+		slog.Int64("skipped", n), slog.Duration("over", time.Duration(now-last)))
+}
+
+// recovered logs that r evaluates again after failures, with the number
+// skipped since the last line.
+func (d *Decisions) recovered(r *rules.Rule) {
+	s := &d.skips[r.Index]
+	if !s.failing.CompareAndSwap(true, false) {
+		return
+	}
+	d.log.LogAttrs(context.Background(), slog.LevelInfo, "rule evaluates again",
+		slog.String("rule", r.Name), slog.Int64("skipped", s.skipped.Swap(0)))
 }
