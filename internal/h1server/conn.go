@@ -203,12 +203,15 @@ func (c *conn) serveOne() bool {
 // rejectRequest answers a request that could not be read, as net/http's
 // server does: nothing for a client that left or timed out, 431 for a head
 // over the limit, 501 for a transfer coding other than chunked, 400
-// otherwise. The connection is then closed.
+// otherwise. The connection is then closed. A head cut off by
+// ReadHeaderTimeout gets nothing wherever the cut falls: the parser sees
+// a request line cut short as malformed (which net/http's server answers
+// 400), so the connection's own read error decides.
 func (c *conn) rejectRequest(err error) {
 	switch {
 	case c.r.hitReadLimit():
 		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "")
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isReadError(err):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), isReadError(err), c.r.readErr != nil:
 		// The client went away or was too slow: nobody to answer.
 	case strings.HasPrefix(err.Error(), "unsupported transfer encoding"),
 		strings.HasPrefix(err.Error(), "too many transfer encodings"):
@@ -497,8 +500,9 @@ func (b *requestBody) drain(neverAsked bool) bool {
 // read, it can watch the connection with a background read that notices
 // the client going away (and cancels the request's context).
 type connReader struct {
-	conn   *conn
-	remain int64 // bytes still allowed; < 0: no limit
+	conn    *conn
+	remain  int64 // bytes still allowed; < 0: no limit
+	readErr error // the last read of the connection failed (a deadline, a reset)
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -559,6 +563,9 @@ func (cr *connReader) Read(p []byte) (int, error) {
 	cr.mu.Unlock()
 	n, err := cr.conn.rwc.Read(p)
 	cr.count(n)
+	if err != nil && err != io.EOF {
+		cr.readErr = err
+	}
 	return n, err
 }
 
