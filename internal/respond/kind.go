@@ -60,14 +60,15 @@ var kindInfo = [numKinds + 1]struct {
 	status int
 	typ    string
 }{
-	RateLimited:     {"rate_limited", http.StatusTooManyRequests, TypeQuotaExceeded},
-	Denied:          {"denied", http.StatusForbidden, TypeBlank},
-	Unavailable:     {"unavailable", http.StatusServiceUnavailable, TypeTemporaryReducedCapacity},
-	BadGateway:      {"bad_gateway", http.StatusBadGateway, TypeBlank},
-	GatewayTimeout:  {"gateway_timeout", http.StatusGatewayTimeout, TypeBlank},
-	BadRequest:      {"bad_request", http.StatusBadRequest, TypeBlank},
-	NotFound:        {"not_found", http.StatusNotFound, TypeBlank},
-	InternalError:   {"internal_error", http.StatusInternalServerError, TypeBlank},
+	RateLimited:    {"rate_limited", http.StatusTooManyRequests, TypeQuotaExceeded},
+	Denied:         {"denied", http.StatusForbidden, TypeBlank},
+	Unavailable:    {"unavailable", http.StatusServiceUnavailable, TypeTemporaryReducedCapacity},
+	BadGateway:     {"bad_gateway", http.StatusBadGateway, TypeBlank},
+	GatewayTimeout: {"gateway_timeout", http.StatusGatewayTimeout, TypeBlank},
+	BadRequest:     {"bad_request", http.StatusBadRequest, TypeBlank},
+	NotFound:       {"not_found", http.StatusNotFound, TypeBlank},
+	InternalError:  {"internal_error", http.StatusInternalServerError, TypeBlank},
+
 	RequestTimeout:  {"request_timeout", http.StatusRequestTimeout, TypeBlank},
 	ContentTooLarge: {"content_too_large", http.StatusRequestEntityTooLarge, TypeBlank},
 	URITooLong:      {"uri_too_long", http.StatusRequestURITooLong, TypeBlank},
