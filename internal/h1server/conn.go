@@ -87,7 +87,9 @@ func (c *conn) serve() {
 		c.srv.trackConn(c, false)
 	}()
 	c.br = newBufioReader(c.r)
-	c.bw = newBufioWriter(c.rwc)
+	// The writer (16 KiB) is taken when the first head has arrived: a
+	// connection whose client is slow to send one (slowloris) costs the
+	// reader alone.
 	for {
 		if !c.serveOne() {
 			return
@@ -188,16 +190,25 @@ func (c *conn) serveOne() bool {
 		}
 		var err error
 		if req, err = http.ReadRequest(c.br); err != nil {
+			c.takeWriter()
 			c.rejectRequest(err)
 			return false
 		}
 	}
 	c.r.setReadLimit(-1)
+	c.takeWriter()
 	if code, msg := checkRequest(req, fieldsChecked); code != 0 {
 		c.writeError(code, msg)
 		return false
 	}
 	return c.handle(req)
+}
+
+// takeWriter gives the connection its writer, once a head has arrived.
+func (c *conn) takeWriter() {
+	if c.bw == nil {
+		c.bw = newBufioWriter(c.rwc)
+	}
 }
 
 // rejectRequest answers a request that could not be read, as net/http's
