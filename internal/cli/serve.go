@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/h1server"
+	"github.com/floodgate/floodgate/internal/listen"
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/version"
@@ -143,6 +145,11 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			_ = s.Shutdown(sctx)
 		}
 	}()
+	// Client connections are capped before the process runs out of
+	// descriptors (server.max_connections).
+	var rejected prometheus.Counter
+	conns := listen.NewLimiter(maxConnections(c.Server.MaxConnections), func() { rejected.Inc() })
+	rejected = metrics.RegisterConnections(conns.Open)
 	// start listens on addr; change says how to choose another address
 	// when that fails ("" for listeners the user does not configure).
 	start := func(name, addr, change string, s httpServer) error {
@@ -160,6 +167,12 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 				return fmt.Errorf("%s listener: %w (choose another address with %s)", name, err, change)
 			}
 			return fmt.Errorf("%s listener: %w", name, err)
+		}
+		// A client that stops reading its answer is cut off (both engines).
+		writeIdle, _ := config.ParseTimeout(c.Server.WriteIdleTimeout)
+		ln = listen.WriteIdle(ln, writeIdle)
+		if name == "public" || name == "internal" {
+			ln = conns.Wrap(ln)
 		}
 		servers = append(servers, s)
 		hs, _ := s.(*http.Server)
@@ -299,7 +312,8 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		}
 	}()
 	if !hooks.noWatch && sf.data == nil {
-		if err := watchFile(ctx, sf.file, func() { reload("file changed") }, logger); err != nil {
+		settle, _ := config.ParseTimeout(c.Reload.Settle)
+		if err := watchFile(ctx, sf.file, settle, func() { reload("file changed") }, logger); err != nil {
 			logger.Warn("cannot watch the configuration file; reload with SIGHUP", "error", err.Error())
 		}
 	}
@@ -376,9 +390,18 @@ func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metri
 	f, data, problems, err := sf.load(env)
 	if err == nil && len(problems) == 0 {
 		var ignored []string
+		old := srv.Current().Config()
 		ignored, problems = srv.Reload(f, data)
 		if len(problems) == 0 {
-			logger.Info("configuration reloaded", "reason", reason, "hash", srv.Hash())
+			rc := diffRules(&old.Config, &f.Config)
+			attrs := []any{"reason", reason, "hash", srv.Hash(),
+				"rules_added", rc.added, "rules_removed", rc.removed, "rules_changed", rc.changed}
+			if len(rc.removed) > 0 {
+				// A half-written or truncated file looks like this too.
+				logger.Warn("configuration reloaded without rules it had", attrs...)
+			} else {
+				logger.Info("configuration reloaded", attrs...)
+			}
 			if len(ignored) > 0 {
 				logger.Warn("some changed settings apply only after a restart", "settings", ignored)
 			}
@@ -434,6 +457,19 @@ func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Ser
 		MaxHeaderBytes:    cmp.Or(sc.MaxHeaderBytes, config.DefaultMaxHeaderBytes),
 		ErrorLog:          telemetry.ServerErrorLog(logger),
 	}
+}
+
+// maxConnections is server.max_connections, or when it is 0 what the
+// open files limit allows: two descriptors a request (the client's and an
+// upstream's), less 256 for everything else (listeners, Redis, files).
+func maxConnections(n int) int {
+	if n > 0 {
+		return n
+	}
+	if lim := openFilesLimit(); lim > 512 {
+		return int((lim - 256) / 2)
+	}
+	return 0 // unknown: no cap
 }
 
 func isLoopback(host string) bool {

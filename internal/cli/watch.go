@@ -14,9 +14,12 @@ import (
 // watchFile calls changed whenever the content of the file at path
 // changes, until ctx ends. It watches the file's directory, not the file,
 // so that editors that save by renaming and Kubernetes ConfigMaps (which
-// swap a symlink) are seen too; events are debounced, and changed is
-// called only when the bytes differ from the last ones seen.
-func watchFile(ctx context.Context, path string, changed func(), logger *slog.Logger) error {
+// swap a symlink) are seen too. A file that appears whole (a create or a
+// rename in the directory: an atomic replacement) is read at once,
+// after a short debounce; a file written in place only once it has had
+// no write for settle, so that a half-written file is never applied.
+// changed is called only when the bytes differ from the last ones seen.
+func watchFile(ctx context.Context, path string, settle time.Duration, changed func(), logger *slog.Logger) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -33,24 +36,27 @@ func watchFile(ctx context.Context, path string, changed func(), logger *slog.Lo
 	last := fileSum(abs)
 	go func() {
 		defer w.Close()
-		const quiet = 200 * time.Millisecond
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
+		var st settling
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case _, ok := <-w.Events:
+			case ev, ok := <-w.Events:
 				if !ok {
 					return
 				}
-				timer.Reset(quiet)
+				if d, ok := st.delay(ev, abs, settle); ok {
+					timer.Reset(d)
+				}
 			case err, ok := <-w.Errors:
 				if !ok {
 					return
 				}
 				logger.Warn("configuration watch", "error", err.Error())
 			case <-timer.C:
+				st.writing = false
 				if sum := fileSum(abs); sum != last && sum != [32]byte{} {
 					last = sum
 					changed()
@@ -59,6 +65,38 @@ func watchFile(ctx context.Context, path string, changed func(), logger *slog.Lo
 		}
 	}()
 	return nil
+}
+
+// replaceDebounce is how long the watcher waits after a create or rename
+// in the file's directory: the events of one replacement come together.
+const replaceDebounce = 100 * time.Millisecond
+
+// settling is what the watcher knows of the file between two reads.
+type settling struct {
+	writing bool // the file has been written in place since the last read
+}
+
+// delay says how long after ev the file at path is to be read: soon after
+// an atomic replacement (a create or rename in its directory, as a
+// ConfigMap's "..data" symlink swap is), settle after a write to the file
+// itself (reset by every further write); ok is false for an event that
+// changes nothing (a write to another file). While the file is being
+// written in place, only the replacement of the file itself cuts the wait
+// short: another file appearing beside it does not.
+func (s *settling) delay(ev fsnotify.Event, path string, settle time.Duration) (d time.Duration, ok bool) {
+	switch {
+	case ev.Name == path && (ev.Has(fsnotify.Create) || ev.Has(fsnotify.Rename) || ev.Has(fsnotify.Remove)):
+		s.writing = false
+		return replaceDebounce, true
+	case ev.Name == path && (ev.Has(fsnotify.Write) || ev.Has(fsnotify.Chmod)):
+		s.writing = true
+		return settle, true
+	case s.writing:
+		return 0, false
+	case ev.Has(fsnotify.Create), ev.Has(fsnotify.Rename):
+		return replaceDebounce, true
+	}
+	return 0, false
 }
 
 func fileSum(path string) [32]byte {

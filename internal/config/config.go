@@ -56,6 +56,8 @@ type Config struct {
 	Responses Responses `yaml:"responses" json:"responses"`
 	// Log configures logging and the decision log.
 	Log Log `yaml:"log" json:"log"`
+	// Reload tunes how the file watcher reloads the configuration.
+	Reload Reload `yaml:"reload" json:"reload"`
 }
 
 // TLS is the public listener's certificate. Both files or neither.
@@ -208,6 +210,32 @@ type Server struct {
 	// the line ends), exactly, with either engine: a larger one gets 431.
 	// 1024 to 1048576; default 65536.
 	MaxHeaderBytes int `yaml:"max_header_bytes" json:"max_header_bytes,omitempty"`
+	// MaxBodyBytes bounds a request body (routes may override): a
+	// declared Content-Length over it is answered 413 before anything is
+	// forwarded, and a chunked body as soon as it passes it, like
+	// nginx's client_max_body_size. Default 10485760 (10 MiB).
+	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
+	// MaxURIBytes bounds the request target; a longer one is answered
+	// 414. Default 8192.
+	MaxURIBytes int `yaml:"max_uri_bytes" json:"max_uri_bytes,omitempty"`
+	// BodyReadTimeout bounds the wait between two reads of a request
+	// body (not the whole body), like nginx's client_body_timeout: a
+	// client silent that long is answered 408. Default "60s".
+	BodyReadTimeout string `yaml:"body_read_timeout" json:"body_read_timeout,omitempty"`
+	// WriteIdleTimeout bounds each write of an answer to a client that
+	// does not read it (not the whole answer), like nginx's send_timeout:
+	// the connection is then closed. Default "60s".
+	WriteIdleTimeout string `yaml:"write_idle_timeout" json:"write_idle_timeout,omitempty"`
+	// RequestBufferBytes is how much of a body a route with
+	// request_buffering on holds in memory; the rest goes to a temporary
+	// file, like nginx's client_body_buffer_size. Default 65536.
+	RequestBufferBytes int64 `yaml:"request_buffer_bytes" json:"request_buffer_bytes,omitempty"`
+	// MaxConnections caps the client connections open at once on the
+	// public and internal listeners together; one more is closed at once
+	// and counted (floodgate_connections_rejected_total), like nginx's
+	// worker_connections. Default 0: what the open files limit allows,
+	// two descriptors a request, less 256.
+	MaxConnections int `yaml:"max_connections" json:"max_connections,omitempty"`
 }
 
 // ClientIP configures client address resolution (SPEC G2).
@@ -355,6 +383,14 @@ type Route struct {
 	// RetryAfter is the Retry-After of the route's 503/504 answers
 	// (capacity, timeouts). Default "10s".
 	RetryAfter string `yaml:"retry_after" json:"retry_after,omitempty"`
+	// MaxBodyBytes overrides server.max_body_bytes for this route.
+	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes,omitempty"`
+	// RequestBuffering "on" reads a request body whole (in memory up to
+	// server.request_buffer_bytes, the rest in a temporary file) before
+	// the request is forwarded, so a slow upload never holds the
+	// upstream, like nginx's proxy_request_buffering; "off" (default)
+	// streams it, for streaming routes.
+	RequestBuffering string `yaml:"request_buffering" json:"request_buffering,omitempty"`
 }
 
 // RouteGroup fences the paths under Prefix: only the routes of the group
@@ -463,6 +499,15 @@ type CORS struct {
 	// ExposeHeaders are sent as Access-Control-Expose-Headers, so that a
 	// browser script may read them, e.g. [Retry-After].
 	ExposeHeaders []string `yaml:"expose_headers" json:"expose_headers,omitempty"`
+}
+
+// Reload tunes the configuration file's watcher.
+type Reload struct {
+	// Settle is how long a file written in place must stay unchanged
+	// before the watcher reloads it, so that a file still being written
+	// is never applied; an atomic replacement (rename, a ConfigMap's
+	// symlink swap) is reloaded at once. Default "2s".
+	Settle string `yaml:"settle" json:"settle,omitempty"`
 }
 
 // Log configures the decision log.

@@ -28,6 +28,17 @@ const (
 	ReusePerClient = "per_client"
 	ReuseNone      = "none"
 
+	DefaultMaxBodyBytes       = 10 << 20
+	DefaultMaxURIBytes        = 8 << 10
+	DefaultBodyReadTimeout    = "60s"
+	DefaultWriteIdleTimeout   = "60s"
+	DefaultRequestBufferBytes = 64 << 10
+	DefaultReloadSettle       = "2s"
+
+	// The values of a route's request_buffering.
+	BufferingOn  = "on"
+	BufferingOff = "off"
+
 	// The server engines (server.engine).
 	EngineFloodgate = "floodgate"
 	EngineNetHTTP   = "net/http"
@@ -60,6 +71,11 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Server.ShutdownGrace, DefaultShutdownGrace)
 	setDefault(&c.Server.Engine, EngineFloodgate)
 	setDefault(&c.Server.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	setDefault(&c.Server.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&c.Server.MaxURIBytes, DefaultMaxURIBytes)
+	setDefault(&c.Server.BodyReadTimeout, DefaultBodyReadTimeout)
+	setDefault(&c.Server.WriteIdleTimeout, DefaultWriteIdleTimeout)
+	setDefault(&c.Server.RequestBufferBytes, DefaultRequestBufferBytes)
 
 	setDefault(&c.ClientIP.Header, HeaderXForwardedFor)
 	for _, h := range []string{HeaderXForwardedFor, HeaderForwarded} {
@@ -103,6 +119,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Log.Level, "info")
 	setDefault(&c.Log.Decisions, LogDecisionsLimited)
 	setDefault(&c.Log.Access, "none")
+	setDefault(&c.Reload.Settle, DefaultReloadSettle)
 }
 
 func setDefault[T comparable](p *T, v T) {

@@ -96,6 +96,22 @@ func (v *validator) intRange(path string, n, lo, hi int) {
 	}
 }
 
+// int64Range is intRange for byte counts.
+func (v *validator) int64Range(path string, n, lo, hi int64) {
+	if (n != 0 || v.f.Has(path)) && (n < lo || n > hi) {
+		v.add(path, fmt.Sprintf("%d is out of range: must be from %d to %d", n, lo, hi))
+	}
+}
+
+// Bounds of the size settings.
+const (
+	MaxMaxBodyBytes       = 1 << 40
+	MinMaxURIBytes        = 256
+	MaxMaxURIBytes        = 64 << 10
+	MinRequestBufferBytes = 4 << 10
+	MaxRequestBufferBytes = 1 << 30
+)
+
 func (v *validator) top() {
 	v.oneOf("mode", "mode", v.c.Mode, modes)
 	if err := checkListen(v.c.Listen); err != nil {
@@ -115,6 +131,9 @@ func (v *validator) top() {
 		{"server.read_header_timeout", v.c.Server.ReadHeaderTimeout},
 		{"server.idle_timeout", v.c.Server.IdleTimeout},
 		{"server.shutdown_grace", v.c.Server.ShutdownGrace},
+		{"server.body_read_timeout", v.c.Server.BodyReadTimeout},
+		{"server.write_idle_timeout", v.c.Server.WriteIdleTimeout},
+		{"reload.settle", v.c.Reload.Settle},
 	} {
 		if _, err := ParseTimeout(d.val); err != nil {
 			v.add(d.path, err.Error())
@@ -122,6 +141,11 @@ func (v *validator) top() {
 	}
 	v.oneOf("server.engine", "server engine", v.c.Server.Engine, Engines)
 	v.intRange("server.max_header_bytes", v.c.Server.MaxHeaderBytes, 1<<10, 1<<20)
+	raw := v.f.Config.Server
+	v.int64Range("server.max_body_bytes", raw.MaxBodyBytes, 1, MaxMaxBodyBytes)
+	v.intRange("server.max_uri_bytes", raw.MaxURIBytes, MinMaxURIBytes, MaxMaxURIBytes)
+	v.intRange("server.max_connections", raw.MaxConnections, 0, 10000000)
+	v.int64Range("server.request_buffer_bytes", raw.RequestBufferBytes, MinRequestBufferBytes, MaxRequestBufferBytes)
 	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
 		v.add("tls", "set both cert_file and key_file, or neither")
 	}
@@ -282,6 +306,10 @@ func (v *validator) routes() {
 		}
 		v.timeouts(joinKey(path, "timeouts"), r.Timeouts)
 		v.intRange(joinKey(path, "max_inflight"), r.MaxInflight, 0, 1000000)
+		v.int64Range(joinKey(path, "max_body_bytes"), r.MaxBodyBytes, 1, MaxMaxBodyBytes)
+		if r.RequestBuffering != "" {
+			v.oneOf(joinKey(path, "request_buffering"), "request_buffering value", r.RequestBuffering, []string{BufferingOn, BufferingOff})
+		}
 		if r.TimeoutStatus != 0 && r.TimeoutStatus != 503 && r.TimeoutStatus != 504 {
 			v.add(joinKey(path, "timeout_status"), fmt.Sprintf("%d is not a timeout status", r.TimeoutStatus), "503", "504")
 		}

@@ -21,9 +21,10 @@ func TestApplyDefaults(t *testing.T) {
 	}
 	c.ApplyDefaults()
 	want := Config{
-		Mode:     "enforce",
-		Listen:   "127.0.0.1:8080",
-		Server:   Server{ReadHeaderTimeout: "10s", IdleTimeout: "120s", ShutdownGrace: "30s", Engine: "floodgate", MaxHeaderBytes: 65536},
+		Mode:   "enforce",
+		Listen: "127.0.0.1:8080",
+		Server: Server{ReadHeaderTimeout: "10s", IdleTimeout: "120s", ShutdownGrace: "30s", Engine: "floodgate",
+			MaxBodyBytes: 10 << 20, MaxURIBytes: 8 << 10, BodyReadTimeout: "60s", WriteIdleTimeout: "60s", RequestBufferBytes: 64 << 10, MaxHeaderBytes: 65536},
 		Admin:    Admin{Listen: "127.0.0.1:9090"},
 		ClientIP: ClientIP{Header: "Forwarded", IPv6Prefix: 64, IPv4Prefix: 32},
 		Store:    Store{URL: "memory", MaxKeys: 1 << 20, Timeout: "100ms", FailurePolicy: "fail_open"},
@@ -40,6 +41,7 @@ func TestApplyDefaults(t *testing.T) {
 		},
 		Responses: Responses{RateLimitHeaders: "always"},
 		Log:       Log{Level: "info", Decisions: "limited", Access: "none"},
+		Reload:    Reload{Settle: "2s"},
 	}
 	if diff := cmp.Diff(c, want); diff != "" {
 		t.Errorf("ApplyDefaults (-got +want):\n%s", diff)

@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,6 +103,13 @@ type Gateway struct {
 	internalRules bool
 	failures      *telemetry.Failures
 	pool          sync.Pool
+
+	// maxURI bounds the request target (server.max_uri_bytes);
+	// bodyTimeout is server.body_read_timeout and bufferBytes
+	// server.request_buffer_bytes.
+	maxURI      int
+	bodyTimeout time.Duration
+	bufferBytes int64
 }
 
 // routeSettings are a route's caps and timeouts, resolved at load.
@@ -115,6 +123,10 @@ type routeSettings struct {
 	// client is the API client requests forwarded with the upstream's
 	// own credentials count as (auth.api_client); id "" for none.
 	client apiClient
+	// maxBody bounds a request body (max_body_bytes); buffer reads it
+	// whole before forwarding (request_buffering: on).
+	maxBody int64
+	buffer  bool
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -225,6 +237,9 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	problems = append(problems, ps...)
 	g.clients = newAPIClients(c)
 	g.internalRules = c.Internal.EvaluateRules
+	g.maxURI = cmp.Or(c.Server.MaxURIBytes, config.DefaultMaxURIBytes)
+	g.bufferBytes = cmp.Or(c.Server.RequestBufferBytes, config.DefaultRequestBufferBytes)
+	g.bodyTimeout, _ = config.ParseTimeout(cmp.Or(c.Server.BodyReadTimeout, config.DefaultBodyReadTimeout))
 	if g.sessions != nil {
 		// floodgate owns the session cookie: no upstream sets it (see
 		// statusWriter.WriteHeader).
@@ -284,6 +299,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		rs := routeSettings{
 			name: rc.Name, maxInflight: int64(rc.MaxInflight), capKey: "route\x1f" + rc.Name,
 			total: t.total, timeoutStatus: rc.TimeoutStatus, retryAfter: defaultCapacityRetry,
+			maxBody: cmp.Or(rc.MaxBodyBytes, c.Server.MaxBodyBytes, config.DefaultMaxBodyBytes), buffer: rc.RequestBuffering == config.BufferingOn,
 		}
 		if rc.RetryAfter != "" {
 			rs.retryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
@@ -420,6 +436,11 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	st.w.reset(w)
 	sw := &st.w
 
+	if len(r.RequestURI) > g.maxURI {
+		g.answers.Write(sw, r, respond.Answer{Kind: respond.URITooLong})
+		g.gw.noRoute.Request(sw.code)
+		return
+	}
 	peer := clientip.Peer(r.RemoteAddr)
 	req, route, rm, rs, ok := g.admit(sw, r, st, peer, internal, &g.gw, r)
 	if !ok {
@@ -439,6 +460,29 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 		g.answers.Write(sw, r, g.refusal(v))
 		rm.Request(sw.code)
 		return
+	}
+	// The route's total timeout runs from here: it covers the client's
+	// body (buffered or streamed) as well as the upstream.
+	if rs.total > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, rs.total)
+		defer cancel()
+		r = r.WithContext(ctx)
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		b := &clientBody{rc: r.Body, max: rs.maxBody, timeout: g.bodyTimeout, dl: findReadDeadliner(w)}
+		b.until, _ = ctx.Deadline()
+		defer b.disarm()
+		r.Body, sw.body = b, b
+		if rs.buffer {
+			// Read whole before the route's capacity or the upstream is
+			// taken: a slow upload holds neither.
+			if !g.bufferBody(sw, r, b) {
+				rm.Request(sw.code)
+				return
+			}
+			defer r.Body.Close()
+		}
 	}
 	if rs.maxInflight > 0 {
 		if !g.gw.engine.Inflight.Acquire(rs.capKey, rs.maxInflight) {
@@ -468,12 +512,6 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	if g.rlOnOK && v.Closest != nil {
 		ra := g.ruleAns[v.Closest.Index]
 		sw.setRateLimit(ra.PolicyName(v.ClosestDecision.Limit), v.ClosestDecision, ra.PolicyFieldValues())
-	}
-	if rs.total > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, rs.total)
-		defer cancel()
-		r = r.WithContext(ctx)
 	}
 	sw.start, sw.clock, sw.timed = g.clock.Now(), g.clock, true
 	sw.keepHeader = st.req.ReadsResponseHeader()
@@ -511,6 +549,15 @@ func (g *Gateway) admit(sw *statusWriter, r *http.Request, st *state, peer netip
 	rm = ln.routes[route.Index]
 	rs = &g.routeSet[route.Index]
 	sw.route = rs
+	if ln == &g.gw && r.ContentLength > rs.maxBody {
+		// Refused before anything is read or forwarded, as nginx's
+		// client_max_body_size; the body is left unread, so the
+		// connection ends after the answer.
+		sw.Header()["Connection"] = []string{"close"}
+		g.answers.Write(sw, ans, respond.Answer{Kind: respond.ContentTooLarge})
+		rm.Request(sw.code)
+		return nil, nil, nil, nil, false
+	}
 	// The query string is filtered before the rules run, so rules see
 	// what would be forwarded; a value over its cap is refused uncounted.
 	if route.Query != nil {
@@ -610,6 +657,19 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 			if sw.route.timeoutStatus == http.StatusServiceUnavailable {
 				kind = respond.Unavailable
 			}
+		}
+	}
+	if sw, ok := w.(*statusWriter); ok && sw.body != nil {
+		// The client's body failed, not the upstream: its request was
+		// cut short, and the exchange is the client's to answer for.
+		if f := sw.body.failure(time.Now()); f != bodyOK {
+			if kind, ok := f.answer(); ok {
+				w.Header()["Connection"] = []string{"close"}
+				g.answers.Write(w, r, respond.Answer{Kind: kind})
+			} else {
+				w.WriteHeader(499) // the client is gone
+			}
+			return
 		}
 	}
 	class := proxy.Classify(err)
@@ -713,6 +773,7 @@ type statusWriter struct {
 	keepHeader bool
 	bytes      int64
 	route      *routeSettings
+	body       *clientBody // the request's body, when it has one
 	// rl: the RateLimit fields of a forwarded response, until written.
 	rl rateLimitFields
 	// When the request went to the upstream, and how long its response's

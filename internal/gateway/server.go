@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -147,6 +148,7 @@ func restartSettings(c *config.Config) config.Config {
 	r.Internal.Listen, r.Server = c.Internal.Listen, c.Server
 	r.Decide.Listen = c.Decide.Listen
 	r.Log.Level, r.Log.Access = c.Log.Level, c.Log.Access
+	r.Reload = c.Reload
 	return r
 }
 
@@ -190,6 +192,9 @@ func restartOnly(a, b *config.Config) []string {
 		{"server.idle_timeout", a.Server.IdleTimeout, b.Server.IdleTimeout, true},
 		{"server.shutdown_grace", a.Server.ShutdownGrace, b.Server.ShutdownGrace, true},
 		{"server.engine", a.Server.Engine, b.Server.Engine, false},
+		{"server.write_idle_timeout", a.Server.WriteIdleTimeout, b.Server.WriteIdleTimeout, true},
+		{"reload.settle", a.Reload.Settle, b.Reload.Settle, true},
+		{"server.max_connections", strconv.Itoa(a.Server.MaxConnections), strconv.Itoa(b.Server.MaxConnections), false},
 	} {
 		if f.a != f.b && !(f.duration && sameDuration(f.a, f.b)) {
 			out = append(out, f.name)

@@ -93,7 +93,9 @@ func (c *conn) serve() {
 		c.srv.trackConn(c, false)
 	}()
 	c.br = newBufioReader(c.r)
-	c.bw = newBufioWriter(c.rwc)
+	// The writer (16 KiB) is taken when the first head has arrived: a
+	// connection whose client is slow to send one (slowloris) costs the
+	// reader alone.
 	for {
 		if !c.serveOne() {
 			return
@@ -221,6 +223,7 @@ func (c *conn) serveOne() bool {
 		req, err = http.ReadRequest(c.br)
 		c.r.scan = nil
 		if err != nil {
+			c.takeWriter()
 			c.rejectRequest(err)
 			return false
 		}
@@ -231,6 +234,7 @@ func (c *conn) serveOne() bool {
 		}
 	}
 	c.r.setReadLimit(-1)
+	c.takeWriter()
 	if code != 0 {
 		// Unread bytes (a body, a smuggled request) may follow: let the
 		// answer arrive before the connection closes.
@@ -246,16 +250,27 @@ func (c *conn) serveOne() bool {
 // are not the head's. The head's own size is held to the limit exactly.
 const headSlack = 4096
 
+// takeWriter gives the connection its writer, once a head has arrived.
+func (c *conn) takeWriter() {
+	if c.bw == nil {
+		c.bw = newBufioWriter(c.rwc)
+	}
+}
+
 // rejectRequest answers a request that could not be read, as net/http's
 // server does: nothing for a client that left or timed out, 431 for a head
 // over the limit, 501 for a transfer coding other than chunked, 400
-// otherwise. The connection is then closed.
+// otherwise. The connection is then closed. A head cut off by
+// ReadHeaderTimeout gets nothing wherever the cut falls: the parser sees
+// a request line cut short as malformed (which net/http's server answers
+// 400), so the connection's own read error decides.
 func (c *conn) rejectRequest(err error) {
 	switch {
 	case c.r.hitReadLimit():
 		c.writeError(http.StatusRequestHeaderFieldsTooLarge, "")
-	case err == io.EOF, isReadError(err):
-		// The client went away before a request, or was too slow:
+	case errors.Is(err, io.EOF), isReadError(err), c.r.readErr != nil:
+		// The client went away before a request, or was too slow (a
+		// head cut off by ReadHeaderTimeout, wherever the cut falls):
 		// nobody to answer. (A head cut short by the end of the
 		// connection, io.ErrUnexpectedEOF, gets net/http's 400: the
 		// client may still be reading.)
@@ -496,6 +511,10 @@ func (b *requestBody) shut() (interrupted bool) {
 	return interrupted
 }
 
+// maxDrain is how much of an unread body the server reads after the
+// handler, so that the connection can carry another request.
+const maxDrain = 256 << 10
+
 // drain reads what is left of the body, up to 256 KiB (net/http's
 // allowance), so that the connection can carry the next request. It
 // reports whether the body was read to its end. neverAsked: the client
@@ -510,10 +529,12 @@ func (b *requestBody) drain(neverAsked bool) bool {
 	switch {
 	case b.eof:
 		return true
-	case b.err != nil, neverAsked:
+	case b.err != nil, neverAsked, b.w.req.ContentLength > maxDrain:
+		// More than the allowance is declared: not worth waiting for
+		// (net/http's server does not read it either).
 		return false
 	}
-	_, err := io.CopyN(io.Discard, b.rc, 256<<10)
+	_, err := io.CopyN(io.Discard, b.rc, maxDrain)
 	if err == io.EOF {
 		b.eof = true
 		return true
@@ -532,7 +553,8 @@ type connReader struct {
 	conn   *conn
 	remain int64 // bytes still allowed; < 0: no limit
 	// scan, while a head is read by http.ReadRequest, sees what is read.
-	scan *httpsyntax.HeadScanner
+	scan    *httpsyntax.HeadScanner
+	readErr error // the last read of the connection failed (a deadline, a reset)
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -605,6 +627,9 @@ func (cr *connReader) Read(p []byte) (int, error) {
 	cr.mu.Unlock()
 	n, err := cr.conn.rwc.Read(p)
 	cr.count(p[:n])
+	if err != nil && err != io.EOF {
+		cr.readErr = err
+	}
 	return n, err
 }
 

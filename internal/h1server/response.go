@@ -444,15 +444,17 @@ func (w *response) commit(final bool, next []byte) {
 	bodyAllowed := bodyAllowedForStatus(code)
 	w.noBody = isHead || !bodyAllowed
 
+	if h.close {
+		// The handler closes the connection (refusing a body it did not
+		// read, say): nothing of the body is waited for.
+		w.closeAfter = true
+	}
 	// The rest of the request body, read now so that the connection can
 	// carry another request (and a client that sends all of its request
 	// before reading the answer does not deadlock).
 	if b := w.body; b != nil && !w.closeAfter && !w.fullDuplex && !b.drain(neverAsked) {
 		w.closeAfter = true
 		c.linger = true
-	}
-	if h.close {
-		w.closeAfter = true
 	}
 	if c.srv.inShutdown.Load() {
 		w.closeAfter = true

@@ -40,6 +40,10 @@ var catalogs = [numLangs]catalog{
 			BadRequest:     "Bad request",
 			NotFound:       "Not found",
 			InternalError:  "Internal server error",
+
+			RequestTimeout:  "Request timeout",
+			ContentTooLarge: "Content too large",
+			URITooLong:      "URI too long",
 		},
 		details: [...]string{
 			RateLimited:    "You have sent too many requests in a short time. Please try again in {retry_after_human}.",
@@ -50,6 +54,10 @@ var catalogs = [numLangs]catalog{
 			BadRequest:     "The request is not valid.",
 			NotFound:       "There is nothing at this address.",
 			InternalError:  "Something went wrong in the gateway.",
+
+			RequestTimeout:  "The request body did not arrive in time.",
+			ContentTooLarge: "The request body is larger than this service accepts.",
+			URITooLong:      "The request's address is longer than this service accepts.",
 		},
 		retry:     "Please try again in {retry_after_human}.",
 		codeLabel: "Error code",
@@ -71,6 +79,10 @@ var catalogs = [numLangs]catalog{
 			BadRequest:     "Solicitud incorrecta",
 			NotFound:       "No encontrado",
 			InternalError:  "Error interno del servidor",
+
+			RequestTimeout:  "Tiempo de espera de la solicitud agotado",
+			ContentTooLarge: "Contenido demasiado grande",
+			URITooLong:      "URI demasiado larga",
 		},
 		details: [...]string{
 			RateLimited:    "Ha enviado demasiadas solicitudes en poco tiempo. Vuelva a intentarlo dentro de {retry_after_human}.",
@@ -81,6 +93,10 @@ var catalogs = [numLangs]catalog{
 			BadRequest:     "La solicitud no es válida.",
 			NotFound:       "No hay nada en esta dirección.",
 			InternalError:  "Se produjo un error en la puerta de enlace.",
+
+			RequestTimeout:  "El cuerpo de la solicitud no llegó a tiempo.",
+			ContentTooLarge: "El cuerpo de la solicitud es más grande de lo que admite este servicio.",
+			URITooLong:      "La dirección de la solicitud es más larga de lo que admite este servicio.",
 		},
 		retry:     "Vuelva a intentarlo dentro de {retry_after_human}.",
 		codeLabel: "Código de error",

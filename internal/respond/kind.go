@@ -32,8 +32,18 @@ const (
 	NotFound
 	// InternalError is 500 Internal Server Error: floodgate itself failed.
 	InternalError
+	// RequestTimeout is 408 Request Timeout: the client did not send its
+	// request body in time (server.body_read_timeout, or the route's
+	// total timeout).
+	RequestTimeout
+	// ContentTooLarge is 413 Content Too Large: the request body is over
+	// max_body_bytes.
+	ContentTooLarge
+	// URITooLong is 414 URI Too Long: the request target is over
+	// server.max_uri_bytes.
+	URITooLong
 
-	numKinds = int(InternalError)
+	numKinds = int(URITooLong)
 )
 
 // Problem type URIs (RFC 9457 §3.1.1). The two rate-limit types are the
@@ -58,6 +68,10 @@ var kindInfo = [numKinds + 1]struct {
 	BadRequest:     {"bad_request", http.StatusBadRequest, TypeBlank},
 	NotFound:       {"not_found", http.StatusNotFound, TypeBlank},
 	InternalError:  {"internal_error", http.StatusInternalServerError, TypeBlank},
+
+	RequestTimeout:  {"request_timeout", http.StatusRequestTimeout, TypeBlank},
+	ContentTooLarge: {"content_too_large", http.StatusRequestEntityTooLarge, TypeBlank},
+	URITooLong:      {"uri_too_long", http.StatusRequestURITooLong, TypeBlank},
 }
 
 var _ fmt.Stringer = Kind(0)

@@ -171,6 +171,9 @@ func TestWriteKinds(t *testing.T) {
 		{BadRequest, 400, TypeBlank, ""},
 		{NotFound, 404, TypeBlank, ""},
 		{InternalError, 500, TypeBlank, ""},
+		{RequestTimeout, 408, TypeBlank, ""},
+		{ContentTooLarge, 413, TypeBlank, ""},
+		{URITooLong, 414, TypeBlank, ""},
 		{0, 500, TypeBlank, ""},
 		{Kind(200), 500, TypeBlank, ""},
 	} {

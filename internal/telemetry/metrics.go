@@ -165,6 +165,22 @@ func (m *Metrics) Reloaded(ok bool, hash string) {
 // Inflight is the in-flight request gauge.
 func (m *Metrics) Inflight() prometheus.Gauge { return m.inflight }
 
+// RegisterConnections exports the public and internal listeners'
+// connections: those open now (open is called at scrape time), and the
+// counter of those closed at once over server.max_connections, which it
+// returns.
+func (m *Metrics) RegisterConnections(open func() int64) prometheus.Counter {
+	rejected := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "floodgate_connections_rejected_total",
+		Help: "Client connections closed at once because server.max_connections were open.",
+	})
+	m.Registry.MustRegister(rejected, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "floodgate_connections_open",
+		Help: "Client connections open now on the public and internal listeners.",
+	}, func() float64 { return float64(open()) }))
+	return rejected
+}
+
 // StoreStats is what a store reports about its key table.
 type StoreStats struct {
 	Keys, MaxKeys      int64

@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"slices"
+
+	"github.com/floodgate/floodgate/internal/config"
+)
+
+// ruleChanges are the differences between the rules of two
+// configurations, by rule name, for the reload's log line.
+type ruleChanges struct {
+	added, removed, changed []string
+}
+
+// diffRules compares the rules of the running configuration (old) with
+// those of the one being applied (next): rules added, removed, and those
+// whose limits, condition, key, action or algorithm changed.
+func diffRules(old, next *config.Config) ruleChanges {
+	var c ruleChanges
+	before := make(map[string]*config.Rule, len(old.Rules))
+	for i := range old.Rules {
+		before[old.Rules[i].Name] = &old.Rules[i]
+	}
+	seen := make(map[string]bool, len(next.Rules))
+	for i := range next.Rules {
+		r := &next.Rules[i]
+		seen[r.Name] = true
+		o, ok := before[r.Name]
+		switch {
+		case !ok:
+			c.added = append(c.added, r.Name)
+		case !slices.Equal(o.Limits, r.Limits) || o.LimitsFrom != r.LimitsFrom || o.When != r.When ||
+			!slices.Equal(o.Key, r.Key) || o.Action != r.Action || o.Algorithm != r.Algorithm:
+			c.changed = append(c.changed, r.Name)
+		}
+	}
+	for i := range old.Rules {
+		if !seen[old.Rules[i].Name] {
+			c.removed = append(c.removed, old.Rules[i].Name)
+		}
+	}
+	return c
+}

@@ -1,0 +1,174 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/telemetry"
+)
+
+func TestSettlingDelay(t *testing.T) {
+	const path, settle = "/etc/floodgate/floodgate.yaml", 2 * time.Second
+	ev := func(name string, op fsnotify.Op) fsnotify.Event { return fsnotify.Event{Name: name, Op: op} }
+	type step struct {
+		ev     fsnotify.Event
+		want   time.Duration
+		wantOK bool
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"an editor's rename over the file", []step{
+			{ev("/etc/floodgate/.floodgate.yaml.swp", fsnotify.Create), replaceDebounce, true},
+			{ev("/etc/floodgate/.floodgate.yaml.swp", fsnotify.Write), 0, false},
+			{ev(path, fsnotify.Create), replaceDebounce, true},
+		}},
+		{"a ConfigMap's symlink swap", []step{
+			{ev("/etc/floodgate/..data_tmp", fsnotify.Create), replaceDebounce, true},
+			{ev("/etc/floodgate/..data", fsnotify.Create), replaceDebounce, true},
+		}},
+		{"written in place", []step{
+			{ev(path, fsnotify.Write), settle, true},
+			{ev(path, fsnotify.Write), settle, true},
+		}},
+		{"written in place while another file appears", []step{
+			{ev(path, fsnotify.Write), settle, true},
+			{ev("/etc/floodgate/other.yaml", fsnotify.Create), 0, false},
+			{ev("/etc/floodgate/..data", fsnotify.Rename), 0, false},
+		}},
+		{"written in place, then replaced", []step{
+			{ev(path, fsnotify.Write), settle, true},
+			{ev(path, fsnotify.Rename), replaceDebounce, true},
+			{ev("/etc/floodgate/x", fsnotify.Create), replaceDebounce, true},
+		}},
+		{"another file written", []step{
+			{ev("/etc/floodgate/notes.txt", fsnotify.Write), 0, false},
+		}},
+	}
+	for _, tt := range tests {
+		var s settling
+		for i, st := range tt.steps {
+			d, ok := s.delay(st.ev, path, settle)
+			if d != st.want || ok != st.wantOK {
+				t.Errorf("%s: step %d (%v): delay = %v, %v; want %v, %v", tt.name, i, st.ev, d, ok, st.want, st.wantOK)
+			}
+		}
+	}
+}
+
+// TestWatchNeverAppliesAHalfWrittenFile: a file truncated and half written
+// in place is not read while its writer may still be at it (settle is an
+// hour here); the complete file, renamed over it, is read at once.
+func TestWatchNeverAppliesAHalfWrittenFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "floodgate.yaml")
+	full := "rules:\n" + strings.Repeat("  - {name: r, limits: [1/s]}\n", 6)
+	if err := os.WriteFile(path, []byte(full), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var seen []string
+	got := make(chan struct{}, 8)
+	err := watchFile(ctx, path, time.Hour, func() {
+		b, _ := os.ReadFile(path)
+		mu.Lock()
+		seen = append(seen, string(b))
+		mu.Unlock()
+		got <- struct{}{}
+	}, telemetry.NewLogger(io.Discard, "info"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// In place: truncated, and half of the new content written.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := strings.Replace(full, "1/s", "2/s", -1)
+	f.WriteString(next[:len(next)/2])
+	f.Close()
+	// Safely: the whole file written beside it, then renamed over it.
+	tmp := filepath.Join(dir, ".floodgate.yaml.tmp")
+	if err := os.WriteFile(tmp, []byte(next), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(30 * time.Second): // a bound, not a measure
+		t.Fatal("the renamed file was never read")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 1 || seen[0] != next {
+		t.Errorf("read %d times: %q; want once, the complete file", len(seen), seen)
+	}
+}
+
+func TestDiffRules(t *testing.T) {
+	rule := func(name, limit string) config.Rule {
+		return config.Rule{Name: name, Action: "block", Key: []string{"ip"}, Limits: []string{limit}}
+	}
+	old := config.Config{Rules: []config.Rule{rule("a", "1/s"), rule("b", "2/s"), rule("c", "3/s")}}
+	next := config.Config{Rules: []config.Rule{rule("a", "1/s"), rule("b", "20/s"), rule("d", "4/s")}}
+	got := diffRules(&old, &next)
+	want := ruleChanges{added: []string{"d"}, removed: []string{"c"}, changed: []string{"b"}}
+	if diff := cmp.Diff(got, want, cmp.AllowUnexported(ruleChanges{})); diff != "" {
+		t.Errorf("diffRules (-got +want):\n%s", diff)
+	}
+	if got := diffRules(&old, &old); len(got.added)+len(got.removed)+len(got.changed) != 0 {
+		t.Errorf("diffRules(same) = %+v, want nothing", got)
+	}
+}
+
+// TestReloadLogsRuleChanges: every reload names the rules it adds,
+// removes and changes, and one that removes rules (as a truncated file
+// does) says so at WARN.
+func TestReloadLogsRuleChanges(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	three := opsYAML(up.URL, "5/1h") + "  - {name: csv, limits: [100/5m]}\n  - {name: bulk, limits: [10/5m]}\n"
+	g := startServe(t, three)
+	g.write(strings.Replace(three, "100/5m", "200/5m", 1))
+	g.waitMetric(reloadOK, 2)
+	g.write(opsYAML(up.URL, "5/1h")) // csv and bulk gone
+	g.waitMetric(reloadOK, 3)
+	var changed, removed map[string]any
+	for _, line := range strings.Split(g.stderr.String(), "\n") {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		switch rec["msg"] {
+		case "configuration reloaded":
+			changed = rec
+		case "configuration reloaded without rules it had":
+			removed = rec
+		}
+	}
+	if changed == nil || fmt.Sprint(changed["rules_changed"]) != "[csv]" || changed["level"] != "INFO" {
+		t.Errorf("the reload that changed csv's limit logged %v", changed)
+	}
+	if removed == nil || fmt.Sprint(removed["rules_removed"]) != "[csv bulk]" || removed["level"] != "WARN" {
+		t.Errorf("the reload that removed csv and bulk logged %v; log:\n%s", removed, g.stderr.String())
+	}
+}
