@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Compares `floodgate baseline` with GoAccess 1.7 (Debian package
 # goaccess) reading the same large common-format log, side by side, and
-# prints lines per second for each and their ratio. The SPEC target
-# (T1, "Log tools"): floodgate reads at least 2× the lines per second of
+# prints lines per second for each and their ratio. The target
+# (docs/benchmarks.md, "Targets"): floodgate reads at least 2× the lines per second of
 # GoAccess.
 #
 # The log is the Elastic sample (../shared/data/elastic_apache_logs.log,

@@ -1,6 +1,6 @@
 // Package httplimit provides floodgate's limits inside a Go application:
 // net/http middleware, and a direct API for operations that are not HTTP
-// requests (SPEC L1). It is for limits that only the application can key
+// requests. It is for limits that only the application can key
 // or place, such as "at most 20 score set publications per user per hour":
 // the user is known after authentication, and the operation may be one
 // handler among many.

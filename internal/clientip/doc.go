@@ -1,7 +1,6 @@
 // Package clientip finds the address of the client that sent an HTTP
 // request, from the connection or from a forwarding header written by
-// trusted proxies, and groups client addresses into rate-limiting keys
-// (SPEC G2).
+// trusted proxies, and groups client addresses into rate-limiting keys.
 //
 // A Resolver is built once by New from Options and is then immutable and
 // safe for concurrent use. Resolve, KeyPrefix and AppendKey do not

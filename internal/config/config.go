@@ -27,7 +27,7 @@ type Config struct {
 	// Admin is the admin listener (metrics, health).
 	Admin Admin `yaml:"admin" json:"admin"`
 	// Internal is a second listener for trusted callers, such as a web
-	// frontend's server-side rendering (SPEC O6).
+	// frontend's server-side rendering.
 	Internal Internal `yaml:"internal" json:"internal"`
 	// Decide is the decision listener, for a proxy that asks floodgate
 	// whether a request may pass (nginx auth_request and the like).
@@ -48,9 +48,9 @@ type Config struct {
 	RouteGroups map[string]RouteGroup `yaml:"route_groups" json:"route_groups,omitempty"`
 	// Rules are evaluated in order for every request (docs/rules.md).
 	Rules []Rule `yaml:"rules" json:"rules"`
-	// Sessions issues and verifies signed visitor sessions (SPEC O4, O9).
+	// Sessions issues and verifies signed visitor sessions.
 	Sessions Sessions `yaml:"sessions" json:"sessions"`
-	// APIClients names the API clients and their plans (SPEC O8).
+	// APIClients names the API clients and their plans.
 	APIClients APIClients `yaml:"api_clients" json:"api_clients"`
 	// Responses shapes floodgate's own answers.
 	Responses Responses `yaml:"responses" json:"responses"`
@@ -128,7 +128,7 @@ func (c *Config) DecideEnabled() bool {
 	return c.Decide.Listen != "" && c.Decide.Listen != ListenOff
 }
 
-// Sessions configures floodgate's own visitor sessions (SPEC O4): a
+// Sessions configures floodgate's own visitor sessions: a
 // signed cookie issued on page loads, so that people sharing one IP
 // address are counted apart (rules key by "session").
 type Sessions struct {
@@ -146,7 +146,7 @@ type Sessions struct {
 	// holds for that has no valid session gets one (Set-Cookie on the
 	// response). Default "request.method == 'GET'".
 	IssueWhen string `yaml:"issue_when" json:"issue_when,omitempty"`
-	// PerIP counts new sessions per client address (SPEC O9).
+	// PerIP counts new sessions per client address.
 	PerIP SessionsPerIP `yaml:"per_ip" json:"per_ip"`
 }
 
@@ -162,7 +162,7 @@ type SessionsPerIP struct {
 	MaxAddresses int `yaml:"max_addresses" json:"max_addresses,omitempty"`
 }
 
-// APIClients identifies API clients and gives each a plan (SPEC O8). A
+// APIClients identifies API clients and gives each a plan. A
 // request names its client either by a bearer token whose SHA-256 is
 // listed here, or by matching a route whose upstream has auth.api_client
 // set (the gateway's own credentials). Rules count by key "api_client"
@@ -238,7 +238,7 @@ type Server struct {
 	MaxConnections int `yaml:"max_connections" json:"max_connections,omitempty"`
 }
 
-// ClientIP configures client address resolution (SPEC G2).
+// ClientIP configures client address resolution.
 type ClientIP struct {
 	// TrustedProxies are CIDRs or addresses of proxies whose forwarding
 	// header is believed. A YAML list, or one comma-separated string (so a
@@ -287,8 +287,8 @@ type Upstream struct {
 	URL string `yaml:"url" json:"url"`
 	// Timeouts bound every request to this upstream (routes may override).
 	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
-	// Auth gives floodgate its own credentials to this upstream (SPEC O2,
-	// O3). When set, the browser's Cookie and Authorization never reach
+	// Auth gives floodgate its own credentials to this upstream.
+	// When set, the browser's Cookie and Authorization never reach
 	// the upstream, and its Set-Cookie never reaches the browser.
 	Auth UpstreamAuth `yaml:"auth" json:"auth"`
 	// ConnectionReuse says which requests a pooled connection to this
@@ -325,7 +325,7 @@ type UpstreamAuth struct {
 	APIClient string `yaml:"api_client" json:"api_client,omitempty"`
 }
 
-// Timeouts bound a request to an upstream (SPEC C2). Durations are Go
+// Timeouts bound a request to an upstream. Durations are Go
 // durations; empty means the default (or, on a route, the upstream's).
 type Timeouts struct {
 	// Connect bounds dialing the upstream. Default "5s".
@@ -373,7 +373,7 @@ type Route struct {
 	// Query filters the query string forwarded to the upstream.
 	Query RouteQuery `yaml:"query" json:"query"`
 	// MaxInflight caps the route's requests in flight in this gateway
-	// process; over it, 503 at once (SPEC C1). Default 0: no cap.
+	// process; over it, 503 at once. Default 0: no cap.
 	MaxInflight int `yaml:"max_inflight" json:"max_inflight,omitempty"`
 	// Timeouts override the upstream's for this route.
 	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
@@ -404,7 +404,7 @@ type RouteGroup struct {
 	Prefix string `yaml:"prefix" json:"prefix"`
 }
 
-// RouteQuery filters a route's query parameters (SPEC O1).
+// RouteQuery filters a route's query parameters.
 type RouteQuery struct {
 	// Allow lists the parameters forwarded; others are dropped. Empty:
 	// every parameter is forwarded.
@@ -416,7 +416,7 @@ type RouteQuery struct {
 	OverMax string `yaml:"over_max" json:"over_max,omitempty"`
 }
 
-// Rule is one rate rule (SPEC G3).
+// Rule is one rate rule.
 type Rule struct {
 	// Name identifies the rule in metrics, logs and RateLimit-Policy:
 	// lower-case letters, digits, ".", "_" and "-", at most 64, unique
@@ -456,10 +456,10 @@ type Rule struct {
 	Message Message `yaml:"message" json:"message,omitempty"`
 	// Candidates are shadow limits evaluated on the same key next to the
 	// live ones, each reported as its own series, so a threshold can be
-	// tuned on live traffic without a second rule (SPEC G5).
+	// tuned on live traffic without a second rule.
 	Candidates []string `yaml:"candidates" json:"candidates,omitempty"`
 	// Ban, once the rule refuses a key, keeps refusing it for this long
-	// ("10m"), whatever its counters say (SPEC G3).
+	// ("10m"), whatever its counters say.
 	Ban string `yaml:"ban" json:"ban,omitempty"`
 	// CountWhen, a CEL condition over the response (response.status,
 	// response.headers), counts a request only when it holds, after the
@@ -472,7 +472,7 @@ type Rule struct {
 	// header). Costs other than requests are charged after the response.
 	Cost string `yaml:"cost" json:"cost,omitempty"`
 	// MaxInflight caps the rule's requests in flight in this gateway
-	// process, all keys together; over it, 503 at once (SPEC C1).
+	// process, all keys together; over it, 503 at once.
 	MaxInflight int `yaml:"max_inflight" json:"max_inflight,omitempty"`
 	// MaxInflightPerKey caps the rule's requests in flight per key, in
 	// this gateway process.
@@ -482,7 +482,7 @@ type Rule struct {
 	FailurePolicy string `yaml:"failure_policy" json:"failure_policy,omitempty"`
 }
 
-// Responses shapes every answer floodgate gives itself (SPEC G4).
+// Responses shapes every answer floodgate gives itself.
 type Responses struct {
 	// CORS adds headers to 429/403/503 answers so browsers can read them.
 	CORS CORS `yaml:"cors" json:"cors"`

@@ -11,8 +11,8 @@ import (
 	"github.com/floodgate/floodgate/internal/rules"
 )
 
-// Explanation is what the gateway would do with one request, rule by rule
-// (SPEC G9). It holds no client address: keys appear as keyed hashes, the
+// Explanation is what the gateway would do with one request, rule by rule.
+// It holds no client address: keys appear as keyed hashes, the
 // same ones the decision log writes.
 type Explanation struct {
 	Method string `json:"method"`

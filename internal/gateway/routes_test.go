@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// TestValidatedRoutes: Openverse's API routes (SPEC O1) reach only the
+// TestValidatedRoutes: Openverse's API routes reach only the
 // rewritten API paths, with allowed query parameters, whatever the client
 // encodes; everything else goes to the frontend.
 func TestValidatedRoutes(t *testing.T) {

@@ -1,5 +1,5 @@
-// Package logs reads HTTP request logs for floodgate's tuning tools (SPEC
-// T1): nginx and Apache common and combined logs, AWS Application Load
+// Package logs reads HTTP request logs for floodgate's tuning tools:
+// nginx and Apache common and combined logs, AWS Application Load
 // Balancer access logs, AWS WAF JSON logs, and floodgate's own JSON logs
 // (the access log of telemetry.AccessLog and the decision log). Input may
 // be gzip-compressed (detected by its magic bytes) and the format is

@@ -7,7 +7,7 @@ import (
 )
 
 // QueryFilter keeps a route's allowed query parameters and enforces caps on
-// numeric ones (SPEC O1). It is immutable and safe for concurrent use.
+// numeric ones. It is immutable and safe for concurrent use.
 type QueryFilter struct {
 	// Allow, when not nil, lists the parameters kept; others are dropped.
 	Allow map[string]bool

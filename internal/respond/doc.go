@@ -1,5 +1,5 @@
 // Package respond decides and writes every answer floodgate gives itself
-// rather than forwarding (SPEC G4): refusals by a rule (429, 403), lack of
+// rather than forwarding: refusals by a rule (429, 403), lack of
 // capacity (503), upstream failures (502, 504), invalid requests (400) and
 // unknown routes (404), and its own failures (500). Status, headers and
 // body are all chosen here.

@@ -1,6 +1,5 @@
 // Package session provides the signed visitor sessions of the Openverse
-// deployment (SPEC O4) and a bounded count of sessions per client address
-// (SPEC O9).
+// deployment and a bounded count of sessions per client address.
 //
 // # Sessions
 //

@@ -41,8 +41,8 @@ type IPTrackerOptions struct {
 	Now func() time.Time
 }
 
-// An IPTracker counts new sessions per client-address key in fixed windows
-// (SPEC O9). It keeps only a 64-bit hash of each key, under a seed drawn
+// An IPTracker counts new sessions per client-address key in fixed windows.
+// It keeps only a 64-bit hash of each key, under a seed drawn
 // at random for each tracker, so no address is retained in clear, and at
 // most MaxKeys entries. It is safe for concurrent use.
 type IPTracker struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/floodgate/floodgate/internal/session"
 )
 
-// SessionMetrics count visitor sessions (SPEC O4, O9). Labels are fixed
+// SessionMetrics count visitor sessions. Labels are fixed
 // sets: no session id, address or cookie value is ever a label.
 type SessionMetrics struct {
 	// Issued counts sessions issued (Set-Cookie sent).

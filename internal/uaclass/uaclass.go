@@ -1,6 +1,6 @@
 // Package uaclass sorts User-Agent strings into three classes of client —
 // browsers, scripts and crawlers — so that limits can be sized without
-// throttling people in browsers (SPEC T2, M9).
+// throttling people in browsers.
 //
 // The classes, checked in this order:
 //

@@ -1,8 +1,8 @@
 // Package upstreamauth gives floodgate its own credentials to the API
-// upstream (SPEC O2): an OAuth2 client-credentials token from the API's
+// upstream: an OAuth2 client-credentials token from the API's
 // token endpoint, cached, refreshed before it expires, fetched by one caller
 // at a time, and retried with bounded exponential backoff after a failure.
-// Transport adds the token to outbound requests and, for SPEC O3, removes
+// Transport adds the token to outbound requests and removes
 // the browser's credentials from them and cookies and authentication
 // challenges from the answers.
 //

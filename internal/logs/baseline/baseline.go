@@ -1,5 +1,5 @@
-// Package baseline measures how fast each client of a log sent requests
-// (SPEC T2): for every window length, each client's peak number of
+// Package baseline measures how fast each client of a log sent requests:
+// for every window length, each client's peak number of
 // requests in one window aligned to a multiple of the length since the
 // Unix epoch (a log query's bin(5m)); percentiles of those peaks overall
 // and by client class; the top clients; and suggested thresholds, each

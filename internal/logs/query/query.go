@@ -1,5 +1,5 @@
-// Package query holds the saved queries over floodgate's own logs (SPEC
-// M9), the questions MaveDB kept as Logs Insights queries:
+// Package query holds the saved queries over floodgate's own logs,
+// the questions MaveDB kept as Logs Insights queries:
 //
 //   - LimitedClients: which clients were rate-limited, how often, by
 //     which rules;

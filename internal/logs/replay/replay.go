@@ -1,5 +1,5 @@
-// Package replay runs recorded traffic through floodgate's rule engine
-// (SPEC T3): the same compiled rules (package rules), the same in-memory
+// Package replay runs recorded traffic through floodgate's rule engine:
+// the same compiled rules (package rules), the same in-memory
 // store (ratelimit/memory) and the same route matching as `floodgate
 // serve`, with the log's timestamps as the clock. For every rule it counts
 // the requests matched, the requests and distinct clients it would have

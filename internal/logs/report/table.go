@@ -1,4 +1,4 @@
-// Package report renders the results of the tuning tools (SPEC T4): a
+// Package report renders the results of the tuning tools: a
 // readable table for a terminal, and a self-contained HTML page with
 // charts (inline SVG, no script, nothing fetched: it opens without
 // network). JSON output is the results' own encoding.
