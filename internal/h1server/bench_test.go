@@ -12,7 +12,7 @@ import (
 
 // BenchmarkServe measures one keep-alive request and its answer over
 // loopback TCP, client included, against net/http's server in the same
-// run: the work the public side adds to every request (issue 5).
+// run: the work the public side adds to every request.
 func BenchmarkServe(b *testing.B) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -212,7 +212,7 @@ func TestNamer(t *testing.T) {
 	}
 }
 
-// TestResultShape checks the JSON names the issue fixes.
+// TestResultShape checks the JSON field names, which are interface: scripts read them.
 func TestResultShape(t *testing.T) {
 	r := build(nil, traffic).Result(ResultOptions{Namer: Namer{Key: []byte("k")}})
 	data, err := json.Marshal(r)

@@ -67,7 +67,7 @@ func replayFiles(t *testing.T, o Options, files ...string) *Result {
 	return res
 }
 
-// TestFixedWindowArithmetic is the issue's acceptance test: with
+// TestFixedWindowArithmetic holds replay to exact arithmetic: with
 // fixed_window, replay's would-blocks are exactly the sum over clients and
 // aligned windows of max(0, count − limit), on the real Elastic log.
 func TestFixedWindowArithmetic(t *testing.T) {
@@ -301,7 +301,7 @@ func TestAdHocRules(t *testing.T) {
 	}
 }
 
-// TestResultShape checks the JSON names the issue fixes.
+// TestResultShape checks the JSON field names, which are interface: scripts read them.
 func TestResultShape(t *testing.T) {
 	set, _ := AdHocRules([]string{"100/5m"}, "")
 	res := replayFiles(t, Options{Rules: set, LogOnly: true}, "../testdata/elastic_excerpt.log")
