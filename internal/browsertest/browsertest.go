@@ -134,6 +134,19 @@ func Open(t testing.TB, dir string, width, height int) *Page {
 // call sends one command and waits for its answer, skipping events.
 func (p *Page) call(session, method string, params any, result any) {
 	p.t.Helper()
+	if msg := p.try(session, method, params, result); msg != "" {
+		p.t.Fatalf("browser: %s: %s", method, msg)
+	}
+}
+
+// navigatedAway is the browser's error for an evaluation whose page
+// went away under it: a script that submitted a form or followed a link.
+const navigatedAway = "Inspected target navigated or closed"
+
+// try is call that returns the browser's error message instead of
+// failing the test; a failure to talk to the browser still fails it.
+func (p *Page) try(session, method string, params any, result any) (errMsg string) {
+	p.t.Helper()
 	p.next++
 	id := p.next
 	msg, err := json.Marshal(map[string]any{"id": id, "sessionId": session, "method": method, "params": params})
@@ -165,14 +178,14 @@ func (p *Page) call(session, method string, params any, result any) {
 			continue // an event, or an answer nobody waits for
 		}
 		if ans.Error != nil {
-			p.t.Fatalf("browser: %s: %s", method, ans.Error.Message)
+			return ans.Error.Message
 		}
 		if result != nil {
 			if err := json.Unmarshal(ans.Result, result); err != nil {
 				p.t.Fatalf("browser: %s: %v", method, err)
 			}
 		}
-		return
+		return ""
 	}
 }
 
@@ -185,8 +198,19 @@ func (p *Page) Navigate(url string) {
 
 // Eval runs the JavaScript expression expr in the page (awaiting it if it
 // is a promise) and stores its JSON value in v (nil: ignore it). The
-// page's Content-Security-Policy does not apply to it.
+// page's Content-Security-Policy does not apply to it. An expression whose
+// value is ignored may load another page (submit a form, click a link):
+// the page going away under it is then what was asked for.
 func (p *Page) Eval(expr string, v any) {
+	p.t.Helper()
+	if !p.eval(expr, v) && v != nil {
+		p.t.Fatalf("browser: %s: %s", expr, navigatedAway)
+	}
+}
+
+// eval is Eval that reports false, instead of failing, when the page went
+// away during the evaluation.
+func (p *Page) eval(expr string, v any) bool {
 	p.t.Helper()
 	var res struct {
 		Result struct {
@@ -199,7 +223,13 @@ func (p *Page) Eval(expr string, v any) {
 			} `json:"exception"`
 		} `json:"exceptionDetails"`
 	}
-	p.call(p.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res)
+	switch msg := p.try(p.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &res); msg {
+	case "":
+	case navigatedAway:
+		return false
+	default:
+		p.t.Fatalf("browser: Runtime.evaluate: %s", msg)
+	}
 	if res.Exception != nil {
 		p.t.Fatalf("browser: %s: %s %s", expr, res.Exception.Text, res.Exception.Exception.Description)
 	}
@@ -208,6 +238,7 @@ func (p *Page) Eval(expr string, v any) {
 			p.t.Fatalf("browser: %s: %v", expr, err)
 		}
 	}
+	return true
 }
 
 // Wait polls the expression cond until it is true, for at most 30
@@ -219,8 +250,7 @@ func (p *Page) Wait(cond string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var ok bool
-		p.Eval("(() => { try { return !!("+cond+"); } catch (e) { return false; } })()", &ok)
-		if ok {
+		if p.eval("(() => { try { return !!("+cond+"); } catch (e) { return false; } })()", &ok) && ok {
 			return
 		}
 		if time.Now().After(deadline) {
