@@ -168,7 +168,15 @@ func (c *conn) serveOne() bool {
 	// the next request); the head's own size is checked exactly below.
 	limit := s.maxHeaderBytes()
 	c.r.setReadLimit(int64(limit + headSlack - c.br.Buffered()))
-	if c.br.Buffered() == 0 {
+	// A connection's first request is read from its first byte; a later
+	// one, as net/http's server does, only once 4 bytes have arrived: a
+	// keep-alive connection that ends with fewer (no request is that
+	// short) is closed without an answer.
+	if c.served {
+		if _, err := c.br.Peek(4); err != nil {
+			return false
+		}
+	} else if c.br.Buffered() == 0 {
 		if _, err := c.br.Peek(1); err != nil {
 			return false
 		}
