@@ -149,7 +149,7 @@ for t in "${targets[@]}"; do
 			FLOODGATE_LISTEN=127.0.0.1:$gateway_port FLOODGATE_ADMIN_LISTEN=127.0.0.1:$admin_port \
 			FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES=127.0.0.1 GOMAXPROCS=1 \
 			"$dir/floodgate" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
-		pids+=($!) tpid[$t]=$!
+		pids+=($!) tpid[$t]=$! fgpid=$!
 		fill bench/nginx-auth-request.conf.tmpl "$dir/nginx-auth.conf" "${port[$t]}"
 		nginx -e "$dir/nginx-auth-error.log" -p "$dir" -c "$dir/nginx-auth.conf" &
 		pids+=($!) tpid[$t]="${tpid[$t]} $!"
@@ -200,6 +200,7 @@ for r in $(seq "$rounds"); do
 		wrk -t"$threads" -c"$conns" -d1s "http://127.0.0.1:${port[$t]}$path" >/dev/null
 		# shellcheck disable=SC2086
 		[ -n "${tpid[$t]:-}" ] && read -r u0 s0 <<<"$(cpu_ticks ${tpid[$t]})"
+		[ "$t" = nginx_auth_request_floodgate ] && read -r fu0 fs0 <<<"$(cpu_ticks "$fgpid")"
 		out=$(wrk -t"$threads" -c"$conns" -d"$duration" "http://127.0.0.1:${port[$t]}$path")
 		if [ -n "${tpid[$t]:-}" ]; then
 			# shellcheck disable=SC2086
@@ -207,6 +208,12 @@ for r in $(seq "$rounds"); do
 			nreq=$(awk '/requests in/ {print $1}' <<<"$out")
 			cpu_u[$t]="${cpu_u[$t]:-} $(per_request $((u1 - u0)) "$nreq")"
 			cpu_s[$t]="${cpu_s[$t]:-} $(per_request $((s1 - s0)) "$nreq")"
+		fi
+		if [ "$t" = nginx_auth_request_floodgate ]; then
+			# floodgate's share of the pair's.
+			read -r fu1 fs1 <<<"$(cpu_ticks "$fgpid")"
+			cpu_u[floodgate]="${cpu_u[floodgate]:-} $(per_request $((fu1 - fu0)) "$nreq")"
+			cpu_s[floodgate]="${cpu_s[floodgate]:-} $(per_request $((fs1 - fs0)) "$nreq")"
 		fi
 		v=$(awk '/^Requests\/sec:/ {print $2}' <<<"$out")
 		n=$(awk '/Non-2xx or 3xx responses:/ {print $NF}' <<<"$out")
@@ -248,7 +255,7 @@ for t in "${targets[@]}"; do
 done
 echo
 echo "CPU per request during the throughput runs (medians, µs of the target's processes and their children;"
-echo "$fg: nginx's and floodgate's together)"
+echo "$fg: nginx's and floodgate's together, then floodgate's alone)"
 echo
 echo "| target | user | system | total | ×$ref |"
 echo "|---|---:|---:|---:|---:|"
@@ -256,13 +263,19 @@ ref_cpu=
 if [ -n "${cpu_u[$ref]:-}" ]; then
 	ref_cpu=$(awk -v a="$(median ${cpu_u[$ref]})" -v b="$(median ${cpu_s[$ref]})" 'BEGIN {print a + b}')
 fi
+rows=()
 for t in "${targets[@]}"; do
+	rows+=("$t")
+	[ "$t" = "$fg" ] && rows+=(floodgate)
+done
+for t in "${rows[@]}"; do
 	[ -n "${cpu_u[$t]:-}" ] || continue
 	a=$(median ${cpu_u[$t]})
 	b=$(median ${cpu_s[$t]})
 	tot=$(awk -v a="$a" -v b="$b" 'BEGIN {print a + b}')
 	x=-; [ -n "$ref_cpu" ] && x=$(ratio "$tot" "$ref_cpu")
-	printf '| %s | %.1f | %.1f | %.1f | %s |\n' "$t" "$a" "$b" "$tot" "$x"
+	name=$t; [ "$t" = floodgate ] && name="of which floodgate"
+	printf '| %s | %.1f | %.1f | %.1f | %s |\n' "$name" "$a" "$b" "$tot" "$x"
 done
 if [ -n "${rps[$fg]:-}" ] && [ -n "${rps[$ref]:-}" ]; then
 	# The rounds' own ratios (each round runs the two a few seconds
