@@ -22,7 +22,9 @@
 # nginx_auth_request_floodgate, nginx's processes and floodgate's summed.
 # The last line gives nginx+floodgate_decide/nginx_limit_req, with each
 # round's ratio and the CPU ratio beside it. Any non-2xx answer is
-# reported (none is expected: nothing may be limited).
+# reported (none is expected: nothing may be limited), and the run fails if
+# floodgate's metrics count fewer decisions than wrk counted requests
+# through nginx (nginx would not have asked it for each).
 #
 # Usage: bench/decide.sh
 # Environment (defaults in brackets):
