@@ -1,12 +1,16 @@
 // Package bench holds floodgate's benchmark scripts and their inputs; its
-// test keeps bench/mavedb-bench.yaml in step with examples/mavedb.yaml.
+// test keeps bench/mavedb-bench.yaml in step with examples/mavedb.yaml,
+// and bench/decide.sh's nginx configuration in step with docs/decide.md.
 package bench
 
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -215,4 +219,77 @@ func join(at, k string) string {
 		return k
 	}
 	return at + "." + k
+}
+
+// TestDecideScriptParses checks that bash reads bench/decide.sh, which no
+// other test runs (it takes minutes and wants the machine to itself).
+func TestDecideScriptParses(t *testing.T) {
+	out, err := exec.Command("bash", "-n", "decide.sh").CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash -n decide.sh: %v\n%s", err, out)
+	}
+}
+
+// snippetDirectives are the directives of docs/decide.md's nginx snippet
+// that make up what nginx does for each request it asks floodgate about.
+// proxy_pass is not among them: the template passes to upstream blocks
+// with keep-alive, to the API as nginx-limit-req.conf.tmpl does, so that
+// the asking is all that differs between the two.
+var snippetDirectives = regexp.MustCompile(`^(auth_request|auth_request_set|add_header|error_page|internal|proxy_pass_request_body|proxy_set_header|default_type|return|if) `)
+
+// TestDecideNginxTemplate checks that bench/nginx-auth-request.conf.tmpl,
+// the nginx bench/decide.sh measures, holds every directive of
+// docs/decide.md's nginx snippet, so that the benchmark measures what the
+// page tells operators to run, and that it fills in to a configuration
+// nginx accepts (when nginx is installed).
+func TestDecideNginxTemplate(t *testing.T) {
+	doc, err := os.ReadFile("../docs/decide.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, snippet, ok := strings.Cut(string(doc), "```nginx\n")
+	snippet, _, ok2 := strings.Cut(snippet, "```")
+	if !ok || !ok2 {
+		t.Fatal("docs/decide.md has no nginx snippet")
+	}
+	tmpl, err := os.ReadFile("nginx-auth-request.conf.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(string(tmpl), "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	n := 0
+	for _, l := range strings.Split(snippet, "\n") {
+		l = strings.TrimSpace(l)
+		if !snippetDirectives.MatchString(l) && l != "internal;" {
+			continue
+		}
+		n++
+		if !lines[l] {
+			t.Errorf("nginx-auth-request.conf.tmpl lacks docs/decide.md's %q", l)
+		}
+	}
+	if n < 20 {
+		t.Errorf("found %d directives in docs/decide.md's nginx snippet, want at least 20", n)
+	}
+
+	bin, err := exec.LookPath("nginx")
+	if err != nil {
+		t.Skip("nginx is not installed (Debian: apt-get install nginx-light): the filled-in template is not checked by nginx -t")
+	}
+	dir := t.TempDir()
+	conf := strings.NewReplacer("@DIR@", dir, "@PORT@", "18180", "@UPSTREAM_PORT@", "18181", "@DECIDE_PORT@", "18183").Replace(string(tmpl))
+	if p := regexp.MustCompile(`@[A-Z_]+@`).FindString(conf); p != "" {
+		t.Errorf("the filled-in template still holds %s", p)
+	}
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-t", "-e", filepath.Join(dir, "error.log"), "-p", dir, "-c", path).CombinedOutput()
+	if err != nil {
+		t.Errorf("nginx -t: %v\n%s", err, out)
+	}
 }
