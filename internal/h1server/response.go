@@ -82,7 +82,52 @@ func (w *response) reset(req *http.Request) {
 	w.lines, w.linesLength = w.lines[:0], false
 	w.status, w.wroteHeader, w.committed, w.chunked, w.noBody = http.StatusOK, false, false, false, false
 	w.contentLength, w.written, w.buf = -1, 0, w.buf[:0]
-	w.closeAfter, w.failed, w.hijacked, w.fullDuplex = req.Close, false, false, false
+	w.closeAfter, w.failed, w.hijacked, w.fullDuplex = closesAfter(req), false, false, false
+}
+
+// closesAfter reports whether the connection ends after the answer to
+// req, as net/http's server decides it: on a "close" token in the first
+// Connection field, or the parser's Close, for HTTP/1.1; for HTTP/1.0
+// unless that field holds a "keep-alive" token (and no "close"). Tokens
+// are found as net/http's server finds them (connectionHasToken), not by
+// splitting on commas alone as the parser does for req.Close.
+func closesAfter(req *http.Request) bool {
+	var conn string
+	if v := req.Header["Connection"]; len(v) > 0 {
+		conn = v[0]
+	}
+	if connectionHasToken(conn, "close") {
+		return true
+	}
+	if req.ProtoMajor == 1 && req.ProtoMinor == 0 {
+		return !connectionHasToken(conn, "keep-alive")
+	}
+	return req.Close
+}
+
+// connectionHasToken is net/http's hasToken: token (lower case) occurs in
+// v, case-insensitively, bounded by the start or end of v, a space, a
+// comma or a tab.
+func connectionHasToken(v, token string) bool {
+	if len(token) > len(v) || token == "" {
+		return false
+	}
+	boundary := func(b byte) bool { return b == ' ' || b == ',' || b == '\t' }
+	for sp := 0; sp+len(token) <= len(v); sp++ {
+		if b := v[sp]; b != token[0] && b|0x20 != token[0] {
+			continue
+		}
+		if sp > 0 && !boundary(v[sp-1]) {
+			continue
+		}
+		if end := sp + len(token); end != len(v) && !boundary(v[end]) {
+			continue
+		}
+		if asciiEqualFold([]byte(v[sp:sp+len(token)]), token) {
+			return true
+		}
+	}
+	return false
 }
 
 // release lets go of what the request referenced, once it is answered:
