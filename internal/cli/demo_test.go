@@ -79,7 +79,7 @@ func TestDemo(t *testing.T) {
 	if result.ResultCount == 0 || result.Received.Path != "/v1/images/" || !result.Received.Authorized || result.Received.CookieSent {
 		t.Errorf("search: %+v; want results, /v1/images/, the gateway's token and no cookie", result)
 	}
-	// Searches until the limit: the demo's per-session 10/1m.
+	// Searches until the limit: the demo's 10/1m for each visitor session.
 	searches := 1
 	for ; searches < 50; searches++ {
 		resp, body = get("/api/search/audio/?q=rain&page_size=20")

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 )
 
 // sniffLen is how much of a body http.DetectContentType looks at.
@@ -123,7 +125,7 @@ func connectionHasToken(v, token string) bool {
 		if end := sp + len(token); end != len(v) && !boundary(v[end]) {
 			continue
 		}
-		if asciiEqualFold([]byte(v[sp:sp+len(token)]), token) {
+		if httpsyntax.EqualFoldASCII(v[sp:sp+len(token)], token) {
 			return true
 		}
 	}

@@ -43,7 +43,7 @@ func isTchar(c byte) bool {
 func BearerToken(v string) (token string, ok bool) {
 	v = trimOWS(v)
 	const scheme = "Bearer"
-	if len(v) <= len(scheme) || v[len(scheme)] != ' ' || !equalFoldASCII(v[:len(scheme)], scheme) {
+	if len(v) <= len(scheme) || v[len(scheme)] != ' ' || !EqualFoldASCII(v[:len(scheme)], scheme) {
 		return "", false
 	}
 	token = v[len(scheme):]
@@ -72,9 +72,9 @@ func trimOWS(s string) string {
 	return s
 }
 
-// equalFoldASCII reports whether a and b are equal under ASCII case
+// EqualFoldASCII reports whether a and b are equal under ASCII case
 // folding (strings.EqualFold also folds Unicode: "K" matches U+212A).
-func equalFoldASCII(a, b string) bool {
+func EqualFoldASCII(a, b string) bool {
 	if len(a) != len(b) {
 		return false
 	}

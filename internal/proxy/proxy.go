@@ -15,6 +15,7 @@ import (
 
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/forward"
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 )
 
 // Route is one compiled route.
@@ -109,34 +110,13 @@ func underPrefix(path string, prefix []string) bool {
 	rest := path[1:]
 	for _, seg := range prefix {
 		s, tail, more := strings.Cut(rest, "/")
-		if !equalFoldASCII(s, seg) {
+		if !httpsyntax.EqualFoldASCII(s, seg) {
 			return false
 		}
 		if !more {
 			tail = ""
 		}
 		rest = tail
-	}
-	return true
-}
-
-// equalFoldASCII reports whether a and b are equal ignoring the case of
-// ASCII letters only.
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
 	}
 	return true
 }
