@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/h1server"
+	"github.com/floodgate/floodgate/internal/testnet"
 )
 
 // client is one keep-alive connection to the front server, sending
@@ -148,41 +149,7 @@ func scriptedConnUpstream(t *testing.T, fn func(c net.Conn, n int, r *http.Reque
 
 func scriptedUpstreamConn(t *testing.T, serve func(net.Conn)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return "http://" + ln.Addr().String()
+	return "http://" + testnet.Serve(t, serve)
 }
 
 // TestUnsolicitedAnswersUnderLoad: two clients at once, each on its own
