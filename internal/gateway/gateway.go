@@ -552,7 +552,9 @@ func (g *Gateway) admit(sw *statusWriter, r *http.Request, st *state, peer netip
 	if ln == &g.gw && r.ContentLength > rs.maxBody {
 		// Refused before anything is read or forwarded, as nginx's
 		// client_max_body_size; the body is left unread, so the
-		// connection ends after the answer.
+		// connection ends after the answer. Only the gateway's own
+		// requests carry the client's body: a proxy asking the decision
+		// listener sends none, and its Content-Length is not the client's.
 		sw.Header()["Connection"] = []string{"close"}
 		g.answers.Write(sw, ans, respond.Answer{Kind: respond.ContentTooLarge})
 		rm.Request(sw.code)
