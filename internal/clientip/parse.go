@@ -271,17 +271,7 @@ func validPort(p string, obf bool) bool {
 		}
 		return true
 	}
-	if p == "" || len(p) > 5 {
-		return false
-	}
-	n := 0
-	for i := 0; i < len(p); i++ {
-		if p[i] < '0' || p[i] > '9' {
-			return false
-		}
-		n = n*10 + int(p[i]-'0')
-	}
-	return n <= 65535
+	return httpsyntax.ValidPort(p)
 }
 
 // addrChars reports whether s is non-empty and made of the characters of

@@ -584,7 +584,7 @@ func ValidHost(s string) bool {
 			port = s[i+1:]
 		}
 	}
-	return port == "" || validPort(port)
+	return port == "" || ValidPort(port)
 }
 
 // regNameChars: RFC 3986's unreserved characters.
@@ -595,8 +595,10 @@ var regNameChars = func() (t [256]bool) {
 	return t
 }()
 
-func validPort(p string) bool {
-	if len(p) > 5 {
+// ValidPort reports whether p is a decimal port of one to five digits,
+// at most 65535.
+func ValidPort(p string) bool {
+	if p == "" || len(p) > 5 {
 		return false
 	}
 	n := 0
