@@ -135,7 +135,6 @@ func testAnswerProperties(t *testing.T, s ratelimit.Store, c *Clock, a ratelimit
 		l := ratelimit.Limit{Count: 1 + rng.Int64N([]int64{3, 20, 1500}[rng.IntN(3)]), Window: windows[rng.IntN(len(windows))], Algorithm: a}
 		key := fmt.Sprintf("%s/%d", t.Name(), run)
 		c.Advance(time.Duration(rng.Int64N(int64(time.Hour))))
-		wSec := ceilSeconds(l.Window)
 		for range 100 {
 			switch rng.IntN(4) {
 			case 0: // a burst: same instant
@@ -148,25 +147,12 @@ func testAnswerProperties(t *testing.T, s ratelimit.Store, c *Clock, a ratelimit
 			}
 			n := 1 + rng.Int64N(min(l.Count, 3))
 			d := take(t, s, key, n, l)
+			retry := checkAnswer(t, key, n, l, d)
 			if d.Allowed {
 				admissions++
-				if got := d.ResetSeconds(); got <= 0 || got > wSec {
-					t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, want 1 ≤ t ≤ w = %d", key, n, l, d, got, wSec)
-				}
 				continue
 			}
 			refusals++
-			retry := d.RetryAfterSeconds()
-			if got := d.ResetSeconds(); got != retry {
-				t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, want Retry-After %d", key, n, l, d, got, retry)
-			}
-			bound := wSec
-			if a == ratelimit.SlidingWindow {
-				bound = ceilSeconds(l.Window + time.Duration((n*int64(l.Window)+l.Count-1)/l.Count))
-			}
-			if retry > bound {
-				t.Fatalf("Take(%q, %d, %v) = %+v: Retry-After %d, want at most %d", key, n, l, d, retry, bound)
-			}
 			c.Advance(time.Duration(retry) * time.Second)
 			if d2 := take(t, s, key, n, l); !d2.Allowed {
 				t.Fatalf("Take(%q, %d, %v) = %+v, Retry-After %d; %ds later Take = %+v, want allowed", key, n, l, d, retry, retry, d2)
@@ -176,6 +162,30 @@ func testAnswerProperties(t *testing.T, s ratelimit.Store, c *Clock, a ratelimit
 	if refusals < 300 || admissions < 300 {
 		t.Errorf("%d refusals, %d admissions: the random timings cover too little", refusals, admissions)
 	}
+}
+
+// checkAnswer checks what a client is told of one decision d for n
+// events under l: an admission's t is 1 to the window in whole seconds; a
+// refusal's t is its Retry-After, at most the window (for SlidingWindow,
+// the window plus n×Window/Count). It returns the refusal's Retry-After.
+func checkAnswer(t *testing.T, key string, n int64, l ratelimit.Limit, d ratelimit.Decision) (retry int64) {
+	t.Helper()
+	wSec := ceilSeconds(l.Window)
+	if d.Allowed {
+		if got := d.ResetSeconds(); got <= 0 || got > wSec {
+			t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, want 1 ≤ t ≤ w = %d", key, n, l, d, got, wSec)
+		}
+		return 0
+	}
+	retry = d.RetryAfterSeconds()
+	bound := wSec
+	if l.Algorithm == ratelimit.SlidingWindow {
+		bound = ceilSeconds(l.Window + time.Duration((n*int64(l.Window)+l.Count-1)/l.Count))
+	}
+	if got := d.ResetSeconds(); got != retry || retry > bound {
+		t.Fatalf("Take(%q, %d, %v) = %+v: t = %d, Retry-After %d, want them equal and at most %d", key, n, l, d, got, retry, bound)
+	}
+	return retry
 }
 
 // ceilSeconds returns d in whole seconds, rounded up.
