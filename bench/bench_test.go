@@ -221,12 +221,15 @@ func join(at, k string) string {
 	return at + "." + k
 }
 
-// TestDecideScriptParses checks that bash reads bench/decide.sh, which no
-// other test runs (it takes minutes and wants the machine to itself).
-func TestDecideScriptParses(t *testing.T) {
-	out, err := exec.Command("bash", "-n", "decide.sh").CombinedOutput()
-	if err != nil {
-		t.Fatalf("bash -n decide.sh: %v\n%s", err, out)
+// TestScriptsParse checks that bash reads the benchmark scripts and the
+// library they share, which no other test runs (they take minutes and
+// want the machine to themselves).
+func TestScriptsParse(t *testing.T) {
+	for _, script := range []string{"decide.sh", "gateway.sh", "lib.sh"} {
+		out, err := exec.Command("bash", "-n", script).CombinedOutput()
+		if err != nil {
+			t.Errorf("bash -n %s: %v\n%s", script, err, out)
+		}
 	}
 }
 

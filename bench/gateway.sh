@@ -51,6 +51,7 @@
 # haproxy, wrk and go; as root it installs the first three if missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+me=bench/gateway.sh
 
 rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
@@ -84,55 +85,20 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 command -v go >/dev/null || { echo "bench/gateway.sh: go not found" >&2; exit 1; }
 
-# Every port the run uses must be free: wait_up below takes any answer on a
-# port for the target's, so a leftover process would be measured instead.
+# bench/lib.sh: require_free, the temporary directory and the processes
+# cleaned up at exit, wait_up, median, cpu_ticks, per_request, ratio.
+. bench/lib.sh
+
+# Every port the run uses must be free (require_free).
 used=($up_port $admin_port)
 for t in "${targets[@]}"; do
 	used+=("${port[$t]:-}")
 done
-for p in "${used[@]}"; do
-	if [ -n "$p" ] && (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-		echo "bench/gateway.sh: something already listens on 127.0.0.1:$p; stop it or set PORT_BASE" >&2
-		exit 1
-	fi
-done
-
-dir=$(mktemp -d)
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null || true
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
-	if [ -n "${KEEP_DIR:-}" ]; then
-		echo "bench/gateway.sh: kept $dir" >&2
-	else
-		rm -rf "$dir"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+require_free "${used[@]}"
 
 # fill TEMPLATE OUT replaces @DIR@, @PORT@ and @UPSTREAM_PORT@.
 fill() {
 	sed -e "s|@DIR@|$dir|g" -e "s|@PORT@|$3|g" -e "s|@UPSTREAM_PORT@|$up_port|g" "$1" >"$2"
-}
-
-# wait_up PORT: until something answers 200 on PORT, for 10 s at most.
-wait_up() {
-	local i
-	for i in $(seq 100); do
-		if curl -fsS -o /dev/null "http://127.0.0.1:$1$path" 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.1
-	done
-	echo "bench/gateway.sh: nothing answers on 127.0.0.1:$1 (logs in $dir; set KEEP_DIR=1)" >&2
-	KEEP_DIR=1
-	exit 1
 }
 
 go build -o "$dir/floodgate" ./cmd/floodgate
@@ -202,31 +168,6 @@ for t in "${targets[@]}"; do
 	wait_up "${port[$t]}"
 done
 
-# median prints the median of its arguments (the lower middle one of an
-# even count).
-median() {
-	printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'
-}
-
-# cpu_ticks PID prints the user and system CPU time, in clock ticks, of
-# PID and its children (nginx's worker is its master's child). Fields 14
-# and 15 of /proc/PID/stat, counted after the command name, which may
-# hold spaces.
-cpu_ticks() {
-	local p u=0 s=0 f
-	for p in "$1" $(cat /proc/"$1"/task/*/children 2>/dev/null); do
-		f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
-		read -r _ _ _ _ _ _ _ _ _ _ _ ut st _ <<<"$f"
-		u=$((u + ut)) s=$((s + st))
-	done
-	echo "$u $s"
-}
-tck=$(getconf CLK_TCK)
-# per_request TICKS REQUESTS prints the microseconds per request.
-per_request() {
-	awk -v d="$1" -v n="$2" -v h="$tck" 'BEGIN { if (n > 0) printf "%.2f", d * 1e6 / h / n; else print 0 }'
-}
-
 declare -A rps p50 p99 dp99 bad cpu_u cpu_s
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [ -n "${GATEWAY_GODEBUG:-}" ]; then
@@ -266,7 +207,6 @@ done
 
 ref=nginx_limit_req
 med() { median ${rps[$1]}; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 echo
 echo "Throughput: wrk -t$threads -c$conns -d$duration, $rounds rounds, path $path"
 echo
