@@ -1125,7 +1125,7 @@ func compareCases() []cmpCase {
 			// Deliberate: RFC 9112 section 2.2: a server "SHOULD ignore at
 			// least one empty line (CRLF) received prior to the
 			// request-line". net/http does so only after a POST; h1server
-			// always.
+			// before a connection's first request too.
 			ignore: []string{"final", "reached", "closed"},
 			check: func(t *testing.T, _, h1 *result) {
 				if len(h1.Final) != 1 || h1.Final[0].Status != 200 {

@@ -34,6 +34,7 @@ type conn struct {
 	base       context.Context
 	state      atomic.Int32
 	served     bool // a request has been answered: waiting is idleness
+	afterPOST  bool // the last request answered was a POST
 	linger     bool // closing with unread input: give the answer time to arrive before the reset
 
 	r  *connReader
@@ -187,12 +188,25 @@ func (c *conn) serveOne() bool {
 	if s.ReadHeaderTimeout <= 0 && s.idleTimeout() > 0 {
 		c.r.clearDeadline() // the head may take its time
 	}
-	// Tolerate the CR LF some old clients send after a request body
-	// (RFC 9112 section 2.2), as net/http does.
-	if p, _ := c.br.Peek(2); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
-		n := 1
-		if len(p) > 1 && p[0] == '\r' && p[1] == '\n' {
-			n = 2
+	// Empty lines before a request line (RFC 9112 section 2.2: a server
+	// SHOULD ignore at least one). Before the first request, one is
+	// ignored; after a request, net/http's rule, so that both engines
+	// read a keep-alive connection alike: up to 4 CR or LF bytes after a
+	// POST (the CR LF some old clients send after its body), none after
+	// any other method.
+	if !c.served {
+		if p, _ := c.br.Peek(2); len(p) > 0 && (p[0] == '\r' || p[0] == '\n') {
+			n := 1
+			if len(p) > 1 && p[0] == '\r' && p[1] == '\n' {
+				n = 2
+			}
+			c.br.Discard(n)
+		}
+	} else if c.afterPOST {
+		p, _ := c.br.Peek(4)
+		n := 0
+		for n < len(p) && (p[n] == '\r' || p[n] == '\n') {
+			n++
 		}
 		c.br.Discard(n)
 	}
@@ -425,6 +439,7 @@ func (c *conn) handle(parsed *http.Request) bool {
 	c.r.disarm()
 	w.finish()
 	c.served = true
+	c.afterPOST = req.Method == http.MethodPost
 	if body != nil && !body.atEOF() {
 		// Bytes of this body may still be on the wire (full duplex, or a
 		// connection closed for its framing): never parse them as a

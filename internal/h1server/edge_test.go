@@ -79,6 +79,12 @@ func sendAll(t *testing.T, addr, raw string) (statuses []int, closed bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sendOn(t, c, raw)
+}
+
+// sendOn is sendAll on a connection already made; it closes c.
+func sendOn(t *testing.T, c net.Conn, raw string) (statuses []int, closed bool) {
+	t.Helper()
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(safetyDeadline))
 	if _, err := io.WriteString(c, raw); err != nil {

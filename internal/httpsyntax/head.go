@@ -439,8 +439,10 @@ func RefuseSize(size, maxBytes int) (status int, reason string) {
 //     Transfer-Encoding, Transfer-Encoding in HTTP/1.0, a last coding
 //     other than chunked, chunked listed twice: 400; chunked after other
 //     codings, which floodgate does not decode: 501; obs-fold: 400;
+//   - the Host field lines, as RefuseHost: 400 (a CONNECT without Host
+//     is not asked for one);
 //   - CONNECT: 501 (floodgate tunnels nothing);
-//   - Host, as RefuseHost.
+//   - an absolute-form target, as RefuseHost: 400.
 func (h *Head) Refuse(maxBytes int, scheme, authority string) (status int, reason string) {
 	if h.Minor < 0 {
 		return statusVersionNotSupported, "unsupported protocol version"
@@ -463,14 +465,24 @@ func (h *Head) Refuse(maxBytes int, scheme, authority string) (status int, reaso
 			return statusNotImplemented, reasonCodings
 		}
 	}
-	if h.Connect {
-		return statusNotImplemented, reasonConnect
-	}
 	host, ok := h.HostField()
 	if !ok {
 		return statusBadRequest, reasonBadHost
 	}
-	return RefuseHost(h.Minor, h.Hosts, host, scheme, authority)
+	// The Host field lines before the method, as Go's server judges them
+	// before any handler, so that a CONNECT gets one answer from either
+	// engine: 400 for a bad Host or two, 501 without one (Go does not ask
+	// a CONNECT for its Host).
+	if h.Connect && h.Hosts == 0 {
+		return statusNotImplemented, reasonConnect
+	}
+	if status, reason = refuseHostField(h.Minor, h.Hosts, host); status != 0 {
+		return status, reason
+	}
+	if h.Connect {
+		return statusNotImplemented, reasonConnect
+	}
+	return refuseTarget(scheme, authority)
 }
 
 // RefuseHost applies the Host policy of RFC 9112 §3.2 to a request of
@@ -486,6 +498,14 @@ func (h *Head) Refuse(maxBytes int, scheme, authority string) (status int, reaso
 //     authority and no userinfo; its authority then replaces Host (RFC
 //     9112 §3.2.2), as Go's parser does.
 func RefuseHost(minor, hosts int, host, scheme, authority string) (status int, reason string) {
+	if status, reason = refuseHostField(minor, hosts, host); status != 0 {
+		return status, reason
+	}
+	return refuseTarget(scheme, authority)
+}
+
+// refuseHostField is RefuseHost's judgement of the Host field lines.
+func refuseHostField(minor, hosts int, host string) (status int, reason string) {
 	switch {
 	case hosts > 1:
 		return statusBadRequest, reasonManyHosts
@@ -494,6 +514,11 @@ func RefuseHost(minor, hosts int, host, scheme, authority string) (status int, r
 	case hosts == 1 && !ValidHost(host):
 		return statusBadRequest, reasonBadHost
 	}
+	return 0, ""
+}
+
+// refuseTarget is RefuseHost's judgement of an absolute-form target.
+func refuseTarget(scheme, authority string) (status int, reason string) {
 	if scheme != "" && (!strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") || !ValidHost(authority)) {
 		return statusBadRequest, reasonBadTarget
 	}

@@ -74,6 +74,10 @@ func TestRefuse(t *testing.T) {
 		{"obs-fold", "GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n", 400},
 		{"CONNECT", "CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", 501},
 		{"CONNECT without Host", "CONNECT a:443 HTTP/1.1\r\n\r\n", 501},
+		// The Host field lines are judged first, as Go's server judges them.
+		{"CONNECT with a bad Host", "CONNECT a:443 HTTP/1.1\r\nHost: \"\r\n\r\n", 400},
+		{"CONNECT with two Hosts", "CONNECT a:443 HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400},
+		{"CONNECT with an empty Host", "CONNECT a:443 HTTP/1.1\r\nHost:\r\n\r\n", 400},
 		{"no Host", "GET / HTTP/1.1\r\n\r\n", 400},
 		{"no Host, HTTP/1.0", "GET / HTTP/1.0\r\n\r\n", 0},
 		{"empty Host", "GET / HTTP/1.1\r\nHost:\r\n\r\n", 400},
