@@ -47,10 +47,8 @@ type conn struct {
 	// goroutine has written the body.
 	headDeadline atomic.Int64
 
-	peek *peeker // nil where the platform cannot peek: never reused
-	// idlePeek is the idle scan's own peeker (pool.scanIdle), made at its
-	// first scan: the scan may look while a request takes the connection.
-	idlePeek *peeker
+	peek     *peeker // nil where the platform cannot peek: never reused
+	idleConn         // how the pool watches it while idle (idlewatch_*.go)
 }
 
 func newConn(nc net.Conn) *conn {
@@ -77,15 +75,11 @@ type pool struct {
 	unsolicited func()
 	timer       *time.Timer // runs sweep; armed while idle is not empty
 	armed       bool
-	// scanTimer runs scanIdle every idleScan while idle is not empty.
-	scanTimer *time.Timer
-	scanArmed bool
+	// watch finds the idle connections whose upstream sent bytes unasked
+	// or closed them (idlewatch_*.go): they are closed then, not only when
+	// a request would take them.
+	watch idleWatch
 }
-
-// idleScan is how often idle connections are looked at for bytes their
-// upstream sent unasked (or for their end): such a connection is closed
-// then, not only when a request would take it.
-const idleScan = 100 * time.Millisecond
 
 func (p *pool) init(max int, timeout time.Duration) {
 	p.max, p.timeout = max, timeout
@@ -105,6 +99,7 @@ func (p *pool) get(now int64, check bool) *conn {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
+		p.unwatch(c)
 		if time.Duration(now-c.idleAt) >= p.timeout {
 			// It and every older one have expired.
 			stale := slices.Clone(p.idle)
@@ -139,6 +134,7 @@ func (p *pool) getFor(now int64, owner any) *conn {
 		n := copy(p.idle[i:], p.idle[i+1:])
 		p.idle[i+n] = nil
 		p.idle = p.idle[:i+n]
+		p.unwatch(c)
 		p.mu.Unlock()
 		if time.Duration(now-c.idleAt) >= p.timeout || !p.alive(c) {
 			c.nc.Close()
@@ -177,14 +173,7 @@ func (p *pool) put(c *conn) {
 		return
 	}
 	p.idle = append(p.idle, c)
-	if !p.scanArmed {
-		p.scanArmed = true
-		if p.scanTimer == nil {
-			p.scanTimer = time.AfterFunc(idleScan, p.scanIdle)
-		} else {
-			p.scanTimer.Reset(idleScan)
-		}
-	}
+	p.watchIdle(c)
 	if !p.armed {
 		p.armed = true
 		if p.timer == nil {
@@ -213,43 +202,12 @@ func (p *pool) sweep() {
 		p.timer.Reset(time.Duration(p.idle[0].idleAt-now) + p.timeout)
 	} else {
 		p.armed = false
+		p.stopWatch() // nothing has been pooled for the timeout
 	}
 	p.mu.Unlock()
 	for _, c := range stale {
 		c.nc.Close()
 	}
-}
-
-// scanIdle looks at every idle connection, outside the pool's lock, and
-// closes those whose upstream sent bytes unasked (reported as
-// unsolicited) or closed them, if they are still idle. It costs one
-// system call per idle connection every idleScan, none per request.
-func (p *pool) scanIdle() {
-	p.mu.Lock()
-	idle := slices.Clone(p.idle)
-	p.mu.Unlock()
-	for _, c := range idle {
-		if c.idlePeek == nil {
-			if c.idlePeek = newPeeker(c.nc); c.idlePeek == nil {
-				continue
-			}
-		}
-		ok, unsolicited := c.idlePeek.alive()
-		if ok || !p.take(c) {
-			continue // fine, or taken by a request meanwhile (which checks it)
-		}
-		if unsolicited && p.unsolicited != nil {
-			p.unsolicited()
-		}
-		c.nc.Close()
-	}
-	p.mu.Lock()
-	if len(p.idle) > 0 {
-		p.scanTimer.Reset(idleScan)
-	} else {
-		p.scanArmed = false
-	}
-	p.mu.Unlock()
 }
 
 // take removes c from the idle connections and reports whether it was
@@ -264,6 +222,7 @@ func (p *pool) take(c *conn) bool {
 	n := copy(p.idle[i:], p.idle[i+1:])
 	p.idle[i+n] = nil
 	p.idle = p.idle[:i+n]
+	p.unwatch(c)
 	return true
 }
 
@@ -273,10 +232,23 @@ func (p *pool) closeIdle() {
 	stale := slices.Clone(p.idle)
 	clear(p.idle)
 	p.idle = p.idle[:0]
+	p.stopWatch()
 	p.mu.Unlock()
 	for _, c := range stale {
 		c.nc.Close()
 	}
+}
+
+// dropIdle closes c, found holding bytes nobody asked for (unsolicited)
+// or closed by its upstream while idle, if it is still idle.
+func (p *pool) dropIdle(c *conn, unsolicited bool) {
+	if !p.take(c) {
+		return // taken by a request meanwhile, which checks it
+	}
+	if unsolicited && p.unsolicited != nil {
+		p.unsolicited()
+	}
+	c.nc.Close()
 }
 
 // idleCount returns the number of idle connections.
