@@ -225,10 +225,39 @@ func join(at, k string) string {
 // library they share, which no other test runs (they take minutes and
 // want the machine to themselves).
 func TestScriptsParse(t *testing.T) {
-	for _, script := range []string{"decide.sh", "gateway.sh", "lib.sh"} {
+	scripts, err := filepath.Glob("*.sh")
+	if err != nil || len(scripts) < 4 {
+		t.Fatalf("scripts %v, %v: want bench/*.sh", scripts, err)
+	}
+	for _, script := range scripts {
 		out, err := exec.Command("bash", "-n", script).CombinedOutput()
 		if err != nil {
 			t.Errorf("bash -n %s: %v\n%s", script, err, out)
+		}
+	}
+}
+
+// TestReuseConfigs checks the configurations bench/reuse.sh measures:
+// the benchmark's, with each connection_reuse mode on its upstream, valid.
+func TestReuseConfigs(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "bench/reuse.sh", "--configs", dir)
+	cmd.Dir = ".."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bench/reuse.sh --configs: %v\n%s", err, out)
+	}
+	lookup := func(string) (string, bool) { return "", false }
+	for _, mode := range []string{"shared", "per_client", "none"} {
+		path := filepath.Join(dir, mode+".yaml")
+		f, err := config.Load(path, "", lookup)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		if ps := f.Validate(); len(ps) > 0 {
+			t.Fatalf("%s: %v", mode, ps)
+		}
+		if got := f.Config.Upstreams["api"].ConnectionReuse; got != mode {
+			t.Errorf("%s: connection_reuse %q", mode, got)
 		}
 	}
 }
