@@ -176,13 +176,18 @@ func TestScaleOut(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	fmt.Printf("trace %s: %d requests from %d clients; rule per client, %s %s; %.0f requests/s over all replicas, %d workers each; GOMAXPROCS %d\n",
 		filepath.Base(*traceFlag), len(tr.Clients), tr.Distinct, limit, alg, *rateFlag, *workersFlag, runtime.GOMAXPROCS(0))
-	fmt.Printf("%-26s %5s %8s %8s %6s %8s %6s %6s %11s %6s %6s %6s %6s  %s\n",
-		"store", "nodes", "replicas", "requests", "exact", "admitted", "Δ", "errors", "fail_closed", "rt/dec", "cached", "p50_µs", "p99_µs", "")
+	fmt.Printf("%-26s %5s %8s %8s %6s %8s %6s %6s %11s %6s %6s %8s %6s %6s  %s\n",
+		"store", "nodes", "replicas", "requests", "exact", "admitted", "Δ", "errors", "fail_closed", "rt/dec", "cached", "redis_µs", "p50_µs", "p99_µs", "")
 
 	run := 0
-	do := func(top Topology, addrs []string, n int, fault func(), note string) {
+	do := func(top Topology, servers []*redistest.Server, n int, fault func(), note string) {
 		t.Helper()
 		run++
+		var addrs []string
+		for _, s := range servers {
+			addrs = append(addrs, s.Addr())
+		}
+		cpu0, cpuOK := serverCPU(servers)
 		res, err := Run(context.Background(), Config{
 			Topology: top, Addrs: addrs, Replicas: n, Workers: *workersFlag, Rate: *rateFlag,
 			Limit: limit, KeyPrefix: "sim" + strconv.Itoa(run) + ":", Fault: fault,
@@ -191,16 +196,19 @@ func TestScaleOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		nodes := strconv.Itoa(len(addrs))
-		rt, cached := "-", "-"
+		rt, cached, cpu := "-", "-", "-"
 		if top == Local {
 			nodes = "-"
 		} else if res.Takes > 0 {
 			rt = fmt.Sprintf("%.2f", float64(res.RoundTrips)/float64(res.Takes))
 			cached = fmt.Sprintf("%.2f", float64(res.CacheHits)/float64(res.Takes))
+			if cpu1, ok := serverCPU(servers); ok && cpuOK && res.Takes > res.CacheHits {
+				cpu = fmt.Sprintf("%.1f", (cpu1-cpu0).Seconds()*1e6/float64(res.Takes-res.CacheHits))
+			}
 		}
-		fmt.Printf("%-26s %5s %8d %8d %6d %8d %+6d %6d %11d %6s %6s %6d %6d  %s\n",
+		fmt.Printf("%-26s %5s %8d %8d %6d %8d %+6d %6d %11d %6s %6s %8s %6d %6d  %s\n",
 			top, nodes, n, res.Requests, res.Exact, res.Admitted, res.Admitted-res.Exact, res.StoreErrors,
-			res.Decided, rt, cached, res.P50.Microseconds(), res.P99.Microseconds(), note)
+			res.Decided, rt, cached, cpu, res.P50.Microseconds(), res.P99.Microseconds(), note)
 		if top != Local && fault == nil && res.StoreErrors == 0 && res.Admitted != res.Exact {
 			t.Errorf("%v, %d replicas: admitted %d with no store error, want the exact %d", top, n, res.Admitted, res.Exact)
 		}
@@ -209,18 +217,40 @@ func TestScaleOut(t *testing.T) {
 		do(Local, nil, n, nil, "")
 	}
 	for _, n := range replicas {
-		do(Single, []string{single.Addr()}, n, nil, "")
+		do(Single, []*redistest.Server{single}, n, nil, "")
 	}
 	for _, n := range replicas {
-		do(Cluster, cluster.Addrs(), n, nil, "")
+		do(Cluster, cluster.Nodes, n, nil, "")
 	}
 	if *faultReps == 0 {
 		return
 	}
 	shards := []*redistest.Server{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
-	shardAddrs := []string{shards[0].Addr(), shards[1].Addr(), shards[2].Addr()}
-	do(Sharded, shardAddrs, *faultReps, nil, "")
-	do(Single, []string{single.Addr()}, *faultReps, single.Kill, "the server killed half-way")
-	do(Cluster, cluster.Addrs(), *faultReps, cluster.Nodes[0].Kill, "one node of 3 killed half-way")
-	do(Sharded, shardAddrs, *faultReps, shards[0].Kill, "one shard of 3 killed half-way")
+	do(Sharded, shards, *faultReps, nil, "")
+	do(Single, []*redistest.Server{single}, *faultReps, single.Kill, "the server killed half-way")
+	do(Cluster, cluster.Nodes, *faultReps, cluster.Nodes[0].Kill, "one node of 3 killed half-way")
+	do(Sharded, shards, *faultReps, shards[0].Kill, "one shard of 3 killed half-way")
+}
+
+// serverCPU returns the CPU time (user and system, INFO cpu) the servers
+// have used, summed; false if one did not answer.
+func serverCPU(servers []*redistest.Server) (time.Duration, bool) {
+	var sum float64
+	for _, s := range servers {
+		info, err := s.Do("INFO", "cpu")
+		if err != nil {
+			return 0, false
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			name, v, _ := strings.Cut(line, ":")
+			if name == "used_cpu_sys" || name == "used_cpu_user" {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return 0, false
+				}
+				sum += f
+			}
+		}
+	}
+	return time.Duration(sum * float64(time.Second)), len(servers) > 0
 }
