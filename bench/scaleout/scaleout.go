@@ -57,12 +57,12 @@ type Trace struct {
 }
 
 // ReadTrace reads a log with internal/logs (any format it detects) and
-// keeps the client of every request record, at most max of them (0: all).
-func ReadTrace(name string, max int) (Trace, error) {
+// keeps the client of every request record, at most most of them (0: all).
+func ReadTrace(name string, most int) (Trace, error) {
 	var tr Trace
 	seen := map[string]bool{}
 	_, err := logs.ReadFiles([]string{name}, logs.ReadOptions{}, func(r *logs.Record) {
-		if r.Kind != logs.KindRequest || len(r.Client) == 0 || (max > 0 && len(tr.Clients) >= max) {
+		if r.Kind != logs.KindRequest || len(r.Client) == 0 || (most > 0 && len(tr.Clients) >= most) {
 			return
 		}
 		c := string(r.Client)
