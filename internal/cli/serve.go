@@ -23,6 +23,7 @@ import (
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/h1server"
 	"github.com/floodgate/floodgate/internal/listen"
+	"github.com/floodgate/floodgate/internal/rawio"
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/version"
@@ -168,6 +169,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			}
 			return fmt.Errorf("%s listener: %w", name, err)
 		}
+		// Reads and writes as raw system calls (rawio): the process,
+		// idle between requests, is not woken twice for each.
+		ln = rawio.Listener(ln)
 		// A client that stops reading its answer is cut off (both engines).
 		writeIdle, _ := config.ParseTimeout(c.Server.WriteIdleTimeout)
 		ln = listen.WriteIdle(ln, writeIdle)

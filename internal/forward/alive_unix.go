@@ -5,6 +5,8 @@ package forward
 import (
 	"net"
 	"syscall"
+
+	"github.com/floodgate/floodgate/internal/rawio"
 )
 
 // peeker looks at a connection without blocking or consuming: an idle
@@ -30,10 +32,7 @@ func newPeeker(nc net.Conn) *peeker {
 	}
 	p := &peeker{rc: rc}
 	p.fn = func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		for err == syscall.EINTR {
-			n, _, err = syscall.Recvfrom(int(fd), p.b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		}
+		n, err := rawio.Peek(fd, p.b[:])
 		p.ok = err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
 		p.data = err == nil && n > 0
 		return true // never wait: returning false would block until readable

@@ -3,6 +3,8 @@ package forward
 import (
 	"os"
 	"syscall"
+
+	"github.com/floodgate/floodgate/internal/rawio"
 )
 
 // On Linux the idle connections' sockets are in an epoll set of the
@@ -98,8 +100,8 @@ func (c *conn) initWatch() bool {
 	}
 	fd := c.fd
 	c.ev = syscall.EpollEvent{Events: watchEvents, Fd: int32(fd)}
-	c.add = func(epfd uintptr) { c.err = syscall.EpollCtl(int(epfd), syscall.EPOLL_CTL_ADD, fd, &c.ev) }
-	c.remove = func(epfd uintptr) { syscall.EpollCtl(int(epfd), syscall.EPOLL_CTL_DEL, fd, nil) }
+	c.add = func(epfd uintptr) { c.err = rawio.EpollCtl(epfd, syscall.EPOLL_CTL_ADD, fd, &c.ev) }
+	c.remove = func(epfd uintptr) { rawio.EpollCtl(epfd, syscall.EPOLL_CTL_DEL, fd, &c.ev) }
 	return true
 }
 

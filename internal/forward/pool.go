@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/floodgate/floodgate/internal/rawio"
 )
 
 // Buffer sizes of a connection.
@@ -52,10 +54,13 @@ type conn struct {
 }
 
 func newConn(nc net.Conn) *conn {
+	// Reads and writes as raw system calls (rawio): nc itself keeps the
+	// deadlines, the peeks and the close.
+	rw := rawio.Wrap(nc)
 	return &conn{
 		nc:   nc,
-		br:   bufio.NewReaderSize(nc, readBufferSize),
-		bw:   bufio.NewWriterSize(nc, writeBufferSize),
+		br:   bufio.NewReaderSize(rw, readBufferSize),
+		bw:   bufio.NewWriterSize(rw, writeBufferSize),
 		peek: newPeeker(nc),
 	}
 }
