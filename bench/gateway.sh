@@ -15,6 +15,13 @@
 #   revproxy          a plain httputil.ReverseProxy (bench/revproxy, GOMAXPROCS=1)
 #   fwdproxy          internal/forward under the same net/http server (bench/fwdproxy,
 #                     GOMAXPROCS=1); not in the default TARGETS
+#   floodgate_redis   floodgate as above with --store redis://… (a redis-server the
+#                     script starts, its CPU counted with the target's); not in the
+#                     default TARGETS
+#   redis_fixed_window  envoyproxy/ratelimit's approach (bench/fixedwindow): a fixed
+#                     window in the same Redis, one round trip per descriptor (two),
+#                     in front of floodgate's own server and forwarder; not in the
+#                     default TARGETS
 #   h1front, relay    measurement aids (below); not in the default TARGETS
 #
 # Throughput: wrk against each in turn, alternating, ROUNDS rounds; the
@@ -24,24 +31,27 @@
 # those runs, steadier than throughput on a shared machine and where the
 # difference lies; the last line gives floodgate/nginx_limit_req, with each
 # round's ratio and the CPU ratio beside it. Latency: bench/latency sends
-# RATE requests/s, open loop, to each in turn, ROUNDS rounds; the table
-# shows median p50/p99 and what each adds over the bare upstream. Any
-# non-2xx answer is reported (none is expected: nothing may be limited).
+# each of RATES requests/s, open loop, to each in turn, ROUNDS rounds; a
+# table for each rate shows median p50/p99 and what each adds over the
+# bare upstream, and a line the p99 added by floodgate against
+# nginx_limit_req's. Any non-2xx answer is reported (none is expected:
+# nothing may be limited).
 #
 # Usage: bench/gateway.sh
 # Environment (defaults in brackets):
 #   ROUNDS [3]  DURATION wrk's -d [10s]  CONNS wrk's -c [32]  THREADS wrk's -t [1]
-#   RATE latency's requests/s [1000]  LAT_DURATION [10s]  LAT_CONNS [16]
+#   RATES latency's requests/s, one measurement each ["1000 4000"] (RATE: one rate)
+#   LAT_DURATION [10s]  LAT_CONNS [16]
 #   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
 #   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4,
-#     fwdproxy +5, h1front +6, relay +7 (the last three are measurement aids, not in the default
+#     fwdproxy +5, h1front +6, relay +7, floodgate_redis +8 (admin +11), redis_fixed_window +9,
+#     redis-server +12 (the fwdproxy, h1front and relay are measurement aids, not in the default
 #     TARGETS: bench/fwdproxy is the forwarder alone behind net/http's server, bench/h1front the
 #     gateway behind a minimal, unsafe HTTP/1.1 loop instead of floodgate's own server,
 #     bench/relay a byte relay with no HTTP at all: the floor of a Go proxy here)
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
 #   LATENCY [1]: 0 skips the latency measurement
-#   GATEWAY_GODEBUG: GODEBUG for floodgate's process only, e.g. schedtrace=2147483647
-#     (the Go runtime setting docs/operations.md measures for low and moderate load)
+#   GATEWAY_GODEBUG: GODEBUG for floodgate's processes only (to measure a runtime setting)
 #   CPUPROFILE: run floodgate under bench/gwprof, which writes a CPU profile
 #     of the whole run to this file (read it with go tool pprof)
 #   KEEP_DIR: keep the temporary directory (logs, configs) and print its path
@@ -57,7 +67,7 @@ rounds=${ROUNDS:-3}
 duration=${DURATION:-10s}
 conns=${CONNS:-32}
 threads=${THREADS:-1}
-rate=${RATE:-1000}
+rates=(${RATES:-${RATE:-1000 4000}})
 lat_duration=${LAT_DURATION:-10s}
 lat_conns=${LAT_CONNS:-16}
 path=${BENCH_PATH:-/api/v1/score-sets/urn:mavedb:00000001-a-1}
@@ -68,20 +78,27 @@ up_port=$((base + 1))
 declare -A port=(
 	[direct]=$up_port [floodgate]=$base [nginx_limit_req]=$((base + 2))
 	[haproxy]=$((base + 3)) [revproxy]=$((base + 4)) [fwdproxy]=$((base + 5)) [h1front]=$((base + 6))
-	[relay]=$((base + 7))
+	[relay]=$((base + 7)) [floodgate_redis]=$((base + 8)) [redis_fixed_window]=$((base + 9))
 )
 admin_port=$((base + 10))
+redis_admin_port=$((base + 11))
+redis_port=$((base + 12))
+uses_redis=
+for t in "${targets[@]}"; do
+	case $t in floodgate_redis | redis_fixed_window) uses_redis=1 ;; esac
+done
 
 need=()
-for c in nginx haproxy wrk; do
+for c in nginx haproxy wrk ${uses_redis:+redis-server}; do
 	command -v "$c" >/dev/null || need+=("$c")
 done
 if [ ${#need[@]} -gt 0 ]; then
+	pkgs=$(sed -e 's/\bnginx\b/nginx-light/' <<<"${need[*]}")
 	if [ "$(id -u)" -ne 0 ]; then
-		echo "bench/gateway.sh: missing ${need[*]}: apt-get install nginx-light haproxy wrk" >&2
+		echo "bench/gateway.sh: missing ${need[*]}: apt-get install $pkgs" >&2
 		exit 1
 	fi
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light haproxy wrk >/dev/null
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
 fi
 command -v go >/dev/null || { echo "bench/gateway.sh: go not found" >&2; exit 1; }
 
@@ -90,7 +107,7 @@ command -v go >/dev/null || { echo "bench/gateway.sh: go not found" >&2; exit 1;
 . bench/lib.sh
 
 # Every port the run uses must be free (require_free).
-used=($up_port $admin_port)
+used=($up_port $admin_port ${uses_redis:+$redis_admin_port $redis_port})
 for t in "${targets[@]}"; do
 	used+=("${port[$t]:-}")
 done
@@ -107,6 +124,7 @@ go build -o "$dir/fwdproxy" ./bench/fwdproxy
 go build -o "$dir/h1front" ./bench/h1front
 go build -o "$dir/relay" ./bench/relay
 go build -o "$dir/latency" ./bench/latency
+go build -o "$dir/fixedwindow" ./bench/fixedwindow
 fg=("$dir/floodgate")
 if [ -n "${CPUPROFILE:-}" ]; then
 	go build -o "$dir/gwprof" ./bench/gwprof
@@ -118,7 +136,17 @@ nginx -e "$dir/upstream-error.log" -p "$dir" -c "$dir/upstream.conf" &
 pids+=($!)
 wait_up "$up_port"
 
-declare -A tpid # the process of each target (direct: none)
+if [ -n "$uses_redis" ]; then
+	redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+		--logfile "$dir/redis.log" --dir "$dir" &
+	pids+=($!) redis_pid=$!
+	for i in $(seq 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$redis_port") 2>/dev/null && break
+		sleep 0.1
+	done
+fi
+
+declare -A tpid # the processes of each target (direct: none)
 for t in "${targets[@]}"; do
 	case $t in
 	direct) ;;
@@ -127,6 +155,19 @@ for t in "${targets[@]}"; do
 			FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
 			GODEBUG=${GATEWAY_GODEBUG:-${GODEBUG:-}} "${fg[@]}" serve --config bench/mavedb-bench.yaml >"$dir/floodgate.log" 2>&1 &
 		pids+=($!) tpid[$t]=$!
+		;;
+	floodgate_redis)
+		# The Redis server's CPU is the target's too.
+		FLOODGATE_LISTEN=127.0.0.1:${port[$t]} FLOODGATE_ADMIN_LISTEN=127.0.0.1:$redis_admin_port \
+			FLOODGATE_UPSTREAM=http://127.0.0.1:$up_port FLOODGATE_TRUSTED_PROXIES= GOMAXPROCS=1 \
+			GODEBUG=${GATEWAY_GODEBUG:-${GODEBUG:-}} "$dir/floodgate" serve --config bench/mavedb-bench.yaml \
+			--store "redis://127.0.0.1:$redis_port" >"$dir/floodgate-redis.log" 2>&1 &
+		pids+=($!) tpid[$t]="$! $redis_pid"
+		;;
+	redis_fixed_window)
+		GOMAXPROCS=1 "$dir/fixedwindow" -listen "127.0.0.1:${port[$t]}" -upstream "http://127.0.0.1:$up_port" \
+			-redis "127.0.0.1:$redis_port" >"$dir/fixedwindow.log" 2>&1 &
+		pids+=($!) tpid[$t]="$! $redis_pid"
 		;;
 	nginx_limit_req)
 		fill bench/nginx-limit-req.conf.tmpl "$dir/nginx.conf" "${port[$t]}"
@@ -177,12 +218,14 @@ for r in $(seq "$rounds"); do
 	for t in "${targets[@]}"; do
 		# A short warm-up fills the keep-alive pools.
 		wrk -t"$threads" -c"$conns" -d1s "http://127.0.0.1:${port[$t]}$path" >/dev/null
-		[ -n "${tpid[$t]:-}" ] && read -r u0 s0 <<<"$(cpu_ticks "${tpid[$t]}")"
+		# shellcheck disable=SC2086
+		[ -n "${tpid[$t]:-}" ] && read -r u0 s0 <<<"$(cpu_ticks ${tpid[$t]})"
 		out=$(wrk -t"$threads" -c"$conns" -d"$duration" "http://127.0.0.1:${port[$t]}$path")
 		if [ -n "${tpid[$t]:-}" ]; then
 			# CPU per request: steadier than throughput on a shared
 			# machine, and it says where a target's time goes.
-			read -r u1 s1 <<<"$(cpu_ticks "${tpid[$t]}")"
+			# shellcheck disable=SC2086
+			read -r u1 s1 <<<"$(cpu_ticks ${tpid[$t]})"
 			nreq=$(awk '/requests in/ {print $1}' <<<"$out")
 			cpu_u[$t]="${cpu_u[$t]:-} $(per_request $((u1 - u0)) "$nreq")"
 			cpu_s[$t]="${cpu_s[$t]:-} $(per_request $((s1 - s0)) "$nreq")"
@@ -193,15 +236,18 @@ for r in $(seq "$rounds"); do
 		bad[$t]=$((${bad[$t]:-0} + ${n:-0}))
 		echo "round $r throughput $t: $v req/s${n:+, $n non-2xx}" >&2
 	done
-	for t in "${targets[@]}"; do
-		[ "${LATENCY:-1}" = 0 ] && break
-		out=$("$dir/latency" -url "http://127.0.0.1:${port[$t]}$path" -rate "$rate" -duration "$lat_duration" -conns "$lat_conns")
-		eval "$(tr ' ' '\n' <<<"$out" | sed -n 's/^\(p50_us\|p99_us\|due_p99_us\|errors\)=\([0-9]*\)$/\1=\2/p')"
-		p50[$t]="${p50[$t]:-} $p50_us"
-		p99[$t]="${p99[$t]:-} $p99_us"
-		dp99[$t]="${dp99[$t]:-} $due_p99_us"
-		bad[$t]=$((${bad[$t]:-0} + errors))
-		echo "round $r latency $t: $out" >&2
+	for rate in "${rates[@]}"; do
+		for t in "${targets[@]}"; do
+			[ "${LATENCY:-1}" = 0 ] && break
+			out=$("$dir/latency" -url "http://127.0.0.1:${port[$t]}$path" -rate "$rate" -duration "$lat_duration" -conns "$lat_conns")
+			eval "$(tr ' ' '\n' <<<"$out" | sed -n 's/^\(p50_us\|p99_us\|due_p99_us\|errors\)=\([0-9]*\)$/\1=\2/p')"
+			k="$t@$rate"
+			p50[$k]="${p50[$k]:-} $p50_us"
+			p99[$k]="${p99[$k]:-} $p99_us"
+			dp99[$k]="${dp99[$k]:-} $due_p99_us"
+			bad[$t]=$((${bad[$t]:-0} + errors))
+			echo "round $r latency $t at $rate/s: $out" >&2
+		done
 	done
 done
 
@@ -250,22 +296,52 @@ if [ -n "${rps[floodgate]:-}" ] && [ -n "${rps[$ref]:-}" ]; then
 	echo
 	echo "floodgate/$ref = $(ratio "$(med floodgate)" "$(med $ref)") (rounds: $per_round$cpu)"
 fi
-[ "${LATENCY:-1}" = 0 ] && exit 0
-echo
-echo "Latency: $rate req/s open loop for $lat_duration over at most $lat_conns connections, $rounds rounds"
-echo "(medians, µs; p50/p99 from when sent, due p99 from when due: see bench/latency)"
-echo
-echo "| target | p50 | p99 | p50 added | p99 added | due p99 | due p99 added |"
-echo "|---|---:|---:|---:|---:|---:|---:|"
-for t in "${targets[@]}"; do
-	a=$(median ${p50[$t]})
-	b=$(median ${p99[$t]})
-	c=$(median ${dp99[$t]})
-	da=-; db=-; dc=-
-	if [ -n "${p50[direct]:-}" ]; then
-		da=$((a - $(median ${p50[direct]})))
-		db=$((b - $(median ${p99[direct]})))
-		dc=$((c - $(median ${dp99[direct]})))
-	fi
-	echo "| $t | $a | $b | $da | $db | $c | $dc |"
+for t in floodgate_redis; do
+	[ -n "${rps[$t]:-}" ] || continue
+	for peer in redis_fixed_window $ref; do
+		[ -n "${rps[$peer]:-}" ] || continue
+		note=
+		[ "$peer" = "$ref" ] && note=", which counts in its own memory: no shared store"
+		# shellcheck disable=SC2086
+		per_round=$(paste -d' ' <(printf '%s\n' ${rps[$t]}) <(printf '%s\n' ${rps[$peer]}) |
+			awk '$2 > 0 {printf "%s%.2f", sep, $1 / $2; sep = ", "}')
+		cpu=
+		if [ -n "${cpu_u[$peer]:-}" ] && [ -n "${cpu_u[$t]:-}" ]; then
+			cpu="; CPU a request $(ratio "$(awk -v a="$(median ${cpu_u[$t]})" -v b="$(median ${cpu_s[$t]})" 'BEGIN {print a + b}')" \
+				"$(awk -v a="$(median ${cpu_u[$peer]})" -v b="$(median ${cpu_s[$peer]})" 'BEGIN {print a + b}')")×"
+		fi
+		echo "$t/$peer = $(ratio "$(med $t)" "$(med $peer)") (rounds: $per_round$cpu$note)"
+	done
 done
+[ "${LATENCY:-1}" = 0 ] && exit 0
+summary=()
+for rate in "${rates[@]}"; do
+	echo
+	echo "Latency: $rate req/s open loop for $lat_duration over at most $lat_conns connections, $rounds rounds"
+	echo "(medians, µs; p50/p99 from when sent, due p99 from when due: see bench/latency)"
+	echo
+	echo "| target | p50 | p99 | p50 added | p99 added | due p99 | due p99 added |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
+	declare -A added=()
+	for t in "${targets[@]}"; do
+		k="$t@$rate"
+		a=$(median ${p50[$k]})
+		b=$(median ${p99[$k]})
+		c=$(median ${dp99[$k]})
+		da=-; db=-; dc=-
+		if [ -n "${p50[direct@$rate]:-}" ]; then
+			da=$((a - $(median ${p50[direct@$rate]})))
+			db=$((b - $(median ${p99[direct@$rate]})))
+			dc=$((c - $(median ${dp99[direct@$rate]})))
+		fi
+		added[$t]=$db
+		echo "| $t | $a | $b | $da | $db | $c | $dc |"
+	done
+	if [ -n "${added[floodgate]:-}" ] && [ -n "${added[$ref]:-}" ] && [ "${added[floodgate]}" != - ]; then
+		summary+=("p99 added at $rate/s: floodgate ${added[floodgate]} µs, $ref ${added[$ref]} µs")
+	fi
+done
+if [ ${#summary[@]} -gt 0 ]; then
+	echo
+	printf '%s\n' "${summary[@]}"
+fi
