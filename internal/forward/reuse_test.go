@@ -202,6 +202,48 @@ func TestUnsolicitedAnswersUnderLoad(t *testing.T) {
 	}
 }
 
+// TestAnswersReachTheirClient: with an upstream that answers each request
+// once, two clients at once, thousands of requests, in every mode: each
+// client receives only the answers made for its own requests.
+func TestAnswersReachTheirClient(t *testing.T) {
+	const perClient = 1500
+	for _, m := range reuseModes {
+		t.Run(m.name, func(t *testing.T) {
+			url := scriptedConnUpstream(t, func(c net.Conn, n int, r *http.Request, _ string) {
+				io.WriteString(c, answer("for "+r.URL.Path))
+			})
+			f := newForwarder(t, url, Options{Reuse: m.mode}, newErrorLog())
+			fs := front(t, f)
+			var wg sync.WaitGroup
+			var wrong, answered atomic.Int64
+			for _, name := range []string{"a", "b"} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					cl := dialClient(t, hostOf(fs))
+					for i := range perClient {
+						path := fmt.Sprintf("/%s/%d", name, i)
+						got, ok := cl.get(path)
+						if !ok {
+							t.Errorf("client %s, request %d: no answer", name, i)
+							return
+						}
+						answered.Add(1)
+						if got != "for "+path {
+							wrong.Add(1)
+							t.Errorf("client %s, request %d: got %q", name, i, got)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if n := answered.Load(); n != 2*perClient || wrong.Load() != 0 {
+				t.Errorf("%s: %d answers, %d of them not the request's own", m.name, n, wrong.Load())
+			}
+		})
+	}
+}
+
 // TestUnsolicitedCounted: bytes left after a complete response, and bytes
 // that arrive on an idle pooled connection, are reported once each, and
 // the connection is not reused.
