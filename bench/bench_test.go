@@ -225,7 +225,7 @@ func join(at, k string) string {
 // library they share, which no other test runs (they take minutes and
 // want the machine to themselves).
 func TestScriptsParse(t *testing.T) {
-	for _, script := range []string{"decide.sh", "gateway.sh", "lib.sh"} {
+	for _, script := range []string{"decide.sh", "gateway.sh", "idle.sh", "lib.sh"} {
 		out, err := exec.Command("bash", "-n", script).CombinedOutput()
 		if err != nil {
 			t.Errorf("bash -n %s: %v\n%s", script, err, out)
