@@ -1300,6 +1300,10 @@ type serverKind struct {
 var serverKinds = []serverKind{
 	{"net/http", func(h http.Handler) gracefulServer { return &http.Server{Handler: h, ErrorLog: quietLog} }},
 	{"h1server", func(h http.Handler) gracefulServer { return &Server{Handler: h, ErrorLog: quietLog} }},
+	// As when many connections are open: no buffer while waiting.
+	{"h1server-lean", func(h http.Handler) gracefulServer {
+		return &Server{Handler: h, ErrorLog: quietLog, IdleBuffersUpTo: -1}
+	}},
 }
 
 // handedOffListener signals, when Serve asks for the next connection,
