@@ -202,6 +202,15 @@ func (c *conn) serveOne() bool {
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
 		return false // closed by Shutdown
 	}
+	return c.readAndHandle(limit)
+}
+
+// readAndHandle reads the request whose first bytes have arrived, runs
+// the handler and finishes the response. Apart from serveOne, whose
+// frame is on the stack while a connection waits: a small one keeps an
+// idle connection's goroutine on its first stack.
+func (c *conn) readAndHandle(limit int) bool {
+	s := c.srv
 	if s.ReadHeaderTimeout <= 0 && s.idleTimeout() > 0 {
 		c.r.clearDeadline() // the head may take its time
 	}
