@@ -190,7 +190,7 @@ for n in "${counts[@]}"; do
 				sleep 0.1
 			done
 			open=$(sed -n 's/^open=\([0-9]*\) .*/\1/p' "$dir/client.out")
-			[ -n "$open" ] || { echo "$me: the client did not open its connections" >&2; KEEP_DIR=1; exit 1; }
+			[ "${open:-0}" -gt 0 ] || { echo "$me: the client opened no connection (logs in $dir)" >&2; KEEP_DIR=1; exit 1; }
 			until_fds $((fd0 + open)) -ge "${ps[@]}"
 			sleep 2 # the last heads read
 			rss1=0
