@@ -23,6 +23,7 @@ import (
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/h1server"
 	"github.com/floodgate/floodgate/internal/listen"
+	"github.com/floodgate/floodgate/internal/memrelease"
 	"github.com/floodgate/floodgate/internal/rawio"
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
@@ -151,6 +152,13 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	var rejected prometheus.Counter
 	conns := listen.NewLimiter(maxConnections(c.Server.MaxConnections), func() { rejected.Inc() })
 	rejected = metrics.RegisterConnections(conns.Open)
+	// Once a burst of connections has closed, their memory goes back to
+	// the system within seconds, not minutes (internal/memrelease).
+	stopRelease := memrelease.Watch(conns.Open, func(r memrelease.Release) {
+		logger.Info("memory returned to the system after a burst of connections",
+			"connections_peak", r.Peak, "connections_open", r.Open, "returned_mib", r.Returned>>20)
+	})
+	defer stopRelease()
 	// start listens on addr; change says how to choose another address
 	// when that fails ("" for listeners the user does not configure).
 	start := func(name, addr, change string, s httpServer) error {

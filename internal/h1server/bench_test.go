@@ -27,6 +27,9 @@ func BenchmarkServe(b *testing.B) {
 		// With floodgate's default timeouts (config.DefaultReadHeaderTimeout,
 		// DefaultIdleTimeout): the read deadlines of every request.
 		{"server=h1server-timeouts", (&Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second}).Serve},
+		// As when more than IdleBuffersUpTo connections are open: the
+		// connection holds no buffer while it waits for a request.
+		{"server=h1server-lean", (&Server{Handler: h, IdleBuffersUpTo: -1}).Serve},
 	} {
 		b.Run(srv.name, func(b *testing.B) {
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -111,13 +111,19 @@ func startStd(t testing.TB, h caseHandler) *runningServer {
 }
 
 func startH1(t testing.TB, h caseHandler) *runningServer {
+	return startH1With(t, h, 0)
+}
+
+// startH1With starts floodgate's server with IdleBuffersUpTo set to
+// idleBuffers (negative: a waiting connection holds no buffer).
+func startH1With(t testing.TB, h caseHandler, idleBuffers int) *runningServer {
 	t.Helper()
 	rec := &recorder{}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{Handler: wrap(rec, h), MaxHeaderBytes: testMaxHeaderBytes, ErrorLog: quietLog}
+	s := &Server{Handler: wrap(rec, h), MaxHeaderBytes: testMaxHeaderBytes, ErrorLog: quietLog, IdleBuffersUpTo: idleBuffers}
 	done := make(chan struct{})
 	go func() { s.Serve(ln); close(done) }()
 	return &runningServer{addr: ln.Addr().String(), rec: rec, stop: func() { s.Close(); <-done }}
@@ -514,6 +520,18 @@ func (tc cmpCase) run(t *testing.T) {
 	}
 	if tc.check != nil {
 		tc.check(t, rs, rh)
+	}
+	// The same with the connections holding no buffer while they wait
+	// for a request (as when many are open): what is read and answered
+	// may not change.
+	lean := startH1With(t, h, -1)
+	defer lean.stop()
+	rl := exchange(t, tc, lean)
+	if d := cmp.Diff(tc.comparable(rs), tc.comparable(rl)); d != "" {
+		t.Errorf("h1server, no buffer while waiting, differs from net/http (-net/http +h1server):\n%s", d)
+	}
+	if tc.check != nil {
+		tc.check(t, rs, rl)
 	}
 }
 
@@ -1282,6 +1300,10 @@ type serverKind struct {
 var serverKinds = []serverKind{
 	{"net/http", func(h http.Handler) gracefulServer { return &http.Server{Handler: h, ErrorLog: quietLog} }},
 	{"h1server", func(h http.Handler) gracefulServer { return &Server{Handler: h, ErrorLog: quietLog} }},
+	// As when many connections are open: no buffer while waiting.
+	{"h1server-lean", func(h http.Handler) gracefulServer {
+		return &Server{Handler: h, ErrorLog: quietLog, IdleBuffersUpTo: -1}
+	}},
 }
 
 // handedOffListener signals, when Serve asks for the next connection,

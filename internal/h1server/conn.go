@@ -62,7 +62,6 @@ func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	c.r = &connReader{conn: c}
 	c.r.cond = sync.NewCond(&c.r.mu)
 	c.w.conn = c
-	c.w.header = make(http.Header, 16)
 	return c
 }
 
@@ -93,10 +92,11 @@ func (c *conn) serve() {
 		}
 		c.srv.trackConn(c, false)
 	}()
-	c.br = newBufioReader(c.r)
-	// The writer (16 KiB) is taken when the first head has arrived: a
-	// connection whose client is slow to send one (slowloris) costs the
-	// reader alone.
+	// The reader (4 KiB) is taken when the connection waits for its
+	// first request, or once that request's first byte has arrived when
+	// many connections are open (Server.IdleBuffersUpTo), and the writer
+	// (16 KiB) when a head has arrived (serveOne): a connection whose
+	// client is slow to send a head (slowloris) costs the reader alone.
 	for {
 		if !c.serveOne() {
 			return
@@ -128,14 +128,15 @@ func lingerClose(nc net.Conn) {
 	}
 }
 
-// release returns the buffers to their pools.
+// release returns the buffers to their pools (a writer holding unsent
+// bytes stays).
 func (c *conn) release() {
 	if c.br != nil {
 		c.br.Reset(nil)
 		bufioReaderPool.Put(c.br)
 		c.br = nil
 	}
-	if c.bw != nil {
+	if c.bw != nil && c.bw.Buffered() == 0 {
 		c.bw.Reset(nil)
 		bufioWriterPool.Put(c.bw)
 		c.bw = nil
@@ -151,7 +152,8 @@ func (c *conn) serveOne() bool {
 	if s.inShutdown.Load() {
 		return false
 	}
-	if c.br.Buffered() == 0 {
+	waiting := c.br == nil || c.br.Buffered() == 0
+	if waiting {
 		// Before its first request, a connection has ReadHeaderTimeout
 		// to start one (as with net/http): an idle keep-alive timeout
 		// for connections that never sent anything would let a client
@@ -163,6 +165,21 @@ func (c *conn) serveOne() bool {
 		c.r.beginHead(d)
 	} else {
 		c.r.beginHead(0)
+	}
+	if waiting && s.lean() {
+		// Many connections are open and nothing of this one's next
+		// request has arrived: until its first byte does, it gives its
+		// buffers back to the pools and waits on a one-byte read, as
+		// nginx frees an idle keep-alive connection's buffers. An idle
+		// connection then costs its goroutine and a few small
+		// structures, not 20 KiB of buffers; a request, one read more.
+		c.release()
+		if err := c.r.awaitByte(); err != nil {
+			return false
+		}
+	}
+	if c.br == nil {
+		c.br = newBufioReader(c.r)
 	}
 	// What arrives belongs to the next request's head: the limit, set
 	// once for the head, leaves room for the bytes read with it (a body,
@@ -185,6 +202,15 @@ func (c *conn) serveOne() bool {
 	if !c.state.CompareAndSwap(stateIdle, stateActive) {
 		return false // closed by Shutdown
 	}
+	return c.readAndHandle(limit)
+}
+
+// readAndHandle reads the request whose first bytes have arrived, runs
+// the handler and finishes the response. Apart from serveOne, whose
+// frame is on the stack while a connection waits: a small one keeps an
+// idle connection's goroutine on its first stack.
+func (c *conn) readAndHandle(limit int) bool {
+	s := c.srv
 	if s.ReadHeaderTimeout <= 0 && s.idleTimeout() > 0 {
 		c.r.clearDeadline() // the head may take its time
 	}
@@ -654,6 +680,36 @@ func (cr *connReader) Read(p []byte) (int, error) {
 		cr.readErr = err
 	}
 	return n, err
+}
+
+// awaitByte waits for the connection's next byte with no buffer but
+// byteBuf, and keeps it there for the next Read (hasByte). It returns the
+// read's error when no byte came (the client left, the deadline passed).
+func (cr *connReader) awaitByte() error {
+	cr.mu.Lock()
+	switch {
+	case cr.hasByte:
+		cr.mu.Unlock()
+		return nil
+	case cr.aborted:
+		cr.mu.Unlock()
+		return io.EOF
+	}
+	cr.mu.Unlock()
+	n, err := cr.conn.rwc.Read(cr.byteBuf[:])
+	if n == 1 {
+		cr.mu.Lock()
+		cr.hasByte = true
+		cr.mu.Unlock()
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	if err != io.EOF {
+		cr.readErr = err
+	}
+	return err
 }
 
 func (cr *connReader) count(p []byte) {

@@ -80,6 +80,9 @@ type sentHeader struct {
 }
 
 func (w *response) reset(req *http.Request) {
+	if w.header == nil {
+		w.header = make(http.Header, 16) // at the first request, not the connection's accept
+	}
 	w.req, w.body, w.continuePending = req, nil, false
 	w.lines, w.linesLength = w.lines[:0], false
 	w.status, w.wroteHeader, w.committed, w.chunked, w.noBody = http.StatusOK, false, false, false, false

@@ -85,10 +85,18 @@ type Server struct {
 	// BaseContext, if set, gives the base context of the requests of a
 	// listener.
 	BaseContext func(net.Listener) context.Context
+	// IdleBuffersUpTo is how many connections may be open before those
+	// waiting for a request give their buffers back (4 KiB to read,
+	// 16 KiB to write): beyond it, a waiting connection holds none and
+	// reads the first byte of its next request alone, which costs a
+	// request one read more. Zero: DefaultIdleBuffersUpTo; negative: a
+	// waiting connection never holds them.
+	IdleBuffersUpTo int
 
 	mu         sync.Mutex
 	listeners  map[*net.Listener]struct{}
 	conns      map[*conn]struct{}
+	open       atomic.Int64 // len(conns), read without mu
 	inShutdown atomic.Bool
 	connsDone  *sync.Cond // signalled when a connection ends
 }
@@ -254,6 +262,9 @@ func (s *Server) trackConn(c *conn, add bool) bool {
 		s.conns[c] = struct{}{}
 	} else {
 		delete(s.conns, c)
+	}
+	s.open.Store(int64(len(s.conns)))
+	if !add {
 		s.cond().Broadcast()
 	}
 	return true
@@ -272,6 +283,23 @@ func (s *Server) maxHeaderBytes() int {
 		return s.MaxHeaderBytes
 	}
 	return 64 << 10
+}
+
+// DefaultIdleBuffersUpTo is Server.IdleBuffersUpTo's default: up to 256
+// connections, those waiting for a request keep their buffers and read
+// each request in one read. A connection decides when it starts to wait,
+// so those already waiting when more arrive keep theirs until their next
+// request: 5 MiB at most.
+const DefaultIdleBuffersUpTo = 256
+
+// lean reports whether a connection waiting for a request gives its
+// buffers back (IdleBuffersUpTo).
+func (s *Server) lean() bool {
+	n := s.IdleBuffersUpTo
+	if n == 0 {
+		n = DefaultIdleBuffersUpTo
+	}
+	return s.open.Load() > int64(n)
 }
 
 func (s *Server) idleTimeout() time.Duration {

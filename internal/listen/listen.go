@@ -112,9 +112,10 @@ func NewLimiter(max int, rejected func()) *Limiter {
 // Open returns the number of connections open now.
 func (l *Limiter) Open() int64 { return l.open.Load() }
 
-// Wrap returns ln with its connections counted against l.
+// Wrap returns ln with its connections counted against l (counted with
+// no cap too: Open is read for more than the cap).
 func (l *Limiter) Wrap(ln net.Listener) net.Listener {
-	if l == nil || l.max <= 0 {
+	if l == nil {
 		return ln
 	}
 	return &limitListener{Listener: ln, l: l}
@@ -131,7 +132,7 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if ll.l.open.Add(1) > ll.l.max {
+		if n := ll.l.open.Add(1); ll.l.max > 0 && n > ll.l.max {
 			ll.l.open.Add(-1)
 			c.Close()
 			if ll.l.rejected != nil {

@@ -150,3 +150,37 @@ func TestLimiterClosesConnectionsOverTheCap(t *testing.T) {
 		t.Errorf("after one closed and one more: rejected %d, open %d; want 1, 3", rejected.Load(), lim.Open())
 	}
 }
+
+// TestLimiterCountsWithoutCap: with no cap, connections are counted all
+// the same (the memory release after a burst reads the count).
+func TestLimiterCountsWithoutCap(t *testing.T) {
+	lim := NewLimiter(0, func() { t.Error("a connection rejected with no cap") })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := lim.Wrap(ln)
+	defer wl.Close()
+	var served []net.Conn
+	for range 5 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := wl.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		served = append(served, s)
+	}
+	if lim.Open() != 5 {
+		t.Errorf("open %d, want 5", lim.Open())
+	}
+	for _, s := range served[:3] {
+		s.Close()
+	}
+	if lim.Open() != 2 {
+		t.Errorf("after 3 closed: open %d, want 2", lim.Open())
+	}
+}
