@@ -54,17 +54,19 @@ func TestIdleWatchEndsWithThePool(t *testing.T) {
 		if got, _ := cl.get("/"); got != "ok" {
 			t.Fatalf("got %q", got)
 		}
-		f.pool.mu.Lock()
-		watching := f.pool.watch.ep != nil
-		f.pool.mu.Unlock()
-		if !watching {
-			t.Fatal("a connection is pooled, and nothing watches it")
+		watching := func() bool {
+			f.pool.mu.Lock()
+			defer f.pool.mu.Unlock()
+			return f.pool.watch.epfd != 0
+		}
+		// The connection joins the set once idle for watchAfter.
+		for deadline := time.Now().Add(20 * time.Second); !watching(); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) { // a hang, never a measure
+				t.Fatal("a connection is pooled, and nothing watches it")
+			}
 		}
 		f.CloseIdle()
-		f.pool.mu.Lock()
-		watching = f.pool.watch.ep != nil
-		f.pool.mu.Unlock()
-		if watching {
+		if watching() {
 			t.Fatal("the pool is empty, and its epoll set is still open")
 		}
 	}
