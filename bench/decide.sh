@@ -60,22 +60,11 @@ decide_port=$((base + 3))
 gateway_port=$((base + 4))
 admin_port=$((base + 10))
 
-need=()
-for c in nginx wrk; do
-	command -v "$c" >/dev/null || need+=("$c")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "bench/decide.sh: missing ${need[*]}: apt-get install nginx-light wrk" >&2
-		exit 1
-	fi
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null
-fi
-command -v go >/dev/null || { echo "bench/decide.sh: go not found" >&2; exit 1; }
 
-# bench/lib.sh: require_free, the temporary directory and the processes
+# bench/lib.sh: require_tools, require_free, the temporary directory and the processes
 # cleaned up at exit, wait_up, median, cpu_ticks, per_request, ratio.
 . bench/lib.sh
+require_tools nginx:nginx-light wrk
 
 # Every port the run uses must be free (require_free).
 used=($up_port)

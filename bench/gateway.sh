@@ -88,23 +88,11 @@ for t in "${targets[@]}"; do
 	case $t in floodgate_redis | redis_fixed_window) uses_redis=1 ;; esac
 done
 
-need=()
-for c in nginx haproxy wrk ${uses_redis:+redis-server}; do
-	command -v "$c" >/dev/null || need+=("$c")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	pkgs=$(sed -e 's/\bnginx\b/nginx-light/' <<<"${need[*]}")
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "bench/gateway.sh: missing ${need[*]}: apt-get install $pkgs" >&2
-		exit 1
-	fi
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $pkgs >/dev/null
-fi
-command -v go >/dev/null || { echo "bench/gateway.sh: go not found" >&2; exit 1; }
 
-# bench/lib.sh: require_free, the temporary directory and the processes
+# bench/lib.sh: require_tools, require_free, the temporary directory and the processes
 # cleaned up at exit, wait_up, median, cpu_ticks, per_request, ratio.
 . bench/lib.sh
+require_tools nginx:nginx-light haproxy wrk ${uses_redis:+redis-server}
 
 # Every port the run uses must be free (require_free).
 used=($up_port $admin_port ${uses_redis:+$redis_admin_port $redis_port})

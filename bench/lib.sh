@@ -1,4 +1,4 @@
-# What bench/gateway.sh and bench/decide.sh share; sourced by both from the
+# What the benchmark scripts share; sourced by each from the
 # repository's root after they set `me` (the script's name, for messages)
 # and `path` (the request path every target answers).
 
@@ -13,6 +13,26 @@ require_free() {
 			exit 1
 		fi
 	done
+}
+
+# require_tools COMMAND[:PACKAGE]...: each command must be on the PATH
+# (and go); as root the missing ones are installed from their Debian
+# packages (PACKAGE, or the command's own name), otherwise the run stops
+# saying what to install.
+require_tools() {
+	local t c p missing=() pkgs=()
+	for t in "$@"; do
+		c=${t%%:*} p=${t#*:}
+		command -v "$c" >/dev/null || { missing+=("$c"); pkgs+=("$p"); }
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		if [ "$(id -u)" -ne 0 ]; then
+			echo "$me: missing ${missing[*]}: apt-get install ${pkgs[*]}" >&2
+			exit 1
+		fi
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+	fi
+	command -v go >/dev/null || { echo "$me: go not found" >&2; exit 1; }
 }
 
 # A temporary directory for configurations and logs, and the processes the

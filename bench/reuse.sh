@@ -64,22 +64,11 @@ if [ "${1:-}" = --configs ]; then
 	exit 0
 fi
 
-need=()
-for c in nginx wrk; do
-	command -v "$c" >/dev/null || need+=("$c")
-done
-if [ ${#need[@]} -gt 0 ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "$me: missing ${need[*]}: apt-get install nginx-light wrk" >&2
-		exit 1
-	fi
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light wrk >/dev/null
-fi
-command -v go >/dev/null || { echo "$me: go not found" >&2; exit 1; }
 
-# bench/lib.sh: require_free, the temporary directory and the processes
+# bench/lib.sh: require_tools, require_free, the temporary directory and the processes
 # cleaned up at exit, wait_up, median, cpu_ticks, per_request, ratio.
 . bench/lib.sh
+require_tools nginx:nginx-light wrk
 
 used=($up_port)
 for m in "${modes[@]}"; do
