@@ -170,29 +170,17 @@ func TestUnsolicitedAnswersUnderLoad(t *testing.T) {
 			})
 			f := newForwarder(t, url, Options{Reuse: m.mode, OnUnsolicited: func() { unsolicited.Add(1) }}, newErrorLog())
 			fs := front(t, f)
-			var wg sync.WaitGroup
 			var cross, own atomic.Int64
-			for _, name := range []string{"a", "b"} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					cl := dialClient(t, hostOf(fs))
-					for i := range perClient {
-						got, ok := cl.get(fmt.Sprintf("/%s/%d", name, i))
-						if !ok {
-							cl = dialClient(t, hostOf(fs))
-							continue
-						}
-						if !strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(got, "extra "), "for "), "/"+name+"/") {
-							cross.Add(1)
-							t.Errorf("client %s, request %d: got %q", name, i, got)
-						} else if strings.HasPrefix(got, "extra ") {
-							own.Add(1)
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			twoClients(t, hostOf(fs), perClient, func(name, path, got string, ok bool) {
+				switch {
+				case !ok:
+				case !strings.HasPrefix(strings.TrimPrefix(strings.TrimPrefix(got, "extra "), "for "), "/"+name+"/"):
+					cross.Add(1)
+					t.Errorf("client %s, %s: got %q", name, path, got)
+				case strings.HasPrefix(got, "extra "):
+					own.Add(1)
+				}
+			})
 			t.Logf("%s: %d answers to the other client, %d stale answers of a client's own, %d unsolicited answers found",
 				m.name, cross.Load(), own.Load(), unsolicited.Load())
 			if cross.Load() != 0 {
@@ -214,34 +202,47 @@ func TestAnswersReachTheirClient(t *testing.T) {
 			})
 			f := newForwarder(t, url, Options{Reuse: m.mode}, newErrorLog())
 			fs := front(t, f)
-			var wg sync.WaitGroup
 			var wrong, answered atomic.Int64
-			for _, name := range []string{"a", "b"} {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					cl := dialClient(t, hostOf(fs))
-					for i := range perClient {
-						path := fmt.Sprintf("/%s/%d", name, i)
-						got, ok := cl.get(path)
-						if !ok {
-							t.Errorf("client %s, request %d: no answer", name, i)
-							return
-						}
-						answered.Add(1)
-						if got != "for "+path {
-							wrong.Add(1)
-							t.Errorf("client %s, request %d: got %q", name, i, got)
-						}
-					}
-				}()
-			}
-			wg.Wait()
+			twoClients(t, hostOf(fs), perClient, func(name, path, got string, ok bool) {
+				if !ok {
+					t.Errorf("client %s, %s: no answer", name, path)
+					return
+				}
+				answered.Add(1)
+				if got != "for "+path {
+					wrong.Add(1)
+					t.Errorf("client %s, %s: got %q", name, path, got)
+				}
+			})
 			if n := answered.Load(); n != 2*perClient || wrong.Load() != 0 {
 				t.Errorf("%s: %d answers, %d of them not the request's own", m.name, n, wrong.Load())
 			}
 		})
 	}
+}
+
+// twoClients runs clients a and b at once, each on its own keep-alive
+// connection to addr, each sending GET /NAME/I for I below perClient;
+// each answer is passed to got (ok false when the connection ended,
+// after which the client dials again).
+func twoClients(t *testing.T, addr string, perClient int, got func(name, path, body string, ok bool)) {
+	var wg sync.WaitGroup
+	for _, name := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl := dialClient(t, addr)
+			for i := range perClient {
+				path := fmt.Sprintf("/%s/%d", name, i)
+				body, ok := cl.get(path)
+				got(name, path, body, ok)
+				if !ok {
+					cl = dialClient(t, addr)
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // TestUnsolicitedCounted: bytes left after a complete response, and bytes
