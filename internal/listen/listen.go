@@ -134,10 +134,12 @@ func (ll *limitListener) Accept() (net.Conn, error) {
 		}
 		if n := ll.l.open.Add(1); ll.l.max > 0 && n > ll.l.max {
 			ll.l.open.Add(-1)
-			c.Close()
+			// Counted before the close, so that whoever sees the
+			// connection end sees it counted.
 			if ll.l.rejected != nil {
 				ll.l.rejected()
 			}
+			c.Close()
 			continue
 		}
 		return &limitConn{Conn: c, l: ll.l}, nil
