@@ -85,9 +85,16 @@ func (c *call) release() {
 	}
 }
 
+// A scripter runs commands: a rueidis Client, or one of its dedicated
+// connections.
+type scripter interface {
+	B() rueidis.Builder
+	Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult
+}
+
 // exec runs the script once for calls and fills in their replies, or
 // their errors. ctx bounds the round trip.
-func (s *Store) exec(ctx context.Context, cl rueidis.Client, calls []*call) {
+func (s *Store) exec(ctx context.Context, cl scripter, calls []*call) {
 	nkeys, nargs := 0, 8
 	for _, c := range calls {
 		nkeys += len(c.keys)
@@ -293,8 +300,26 @@ func (b *batcher) grab(batch []*call) []*call {
 	return batch
 }
 
-// send runs the script for batch on the store's client.
-func (s *Store) send(batch []*call) {
+// A conn is a sender's own connection to the server: its batches are
+// written and their replies read by the sender itself, without the
+// hand-offs to and from the client's pipelining goroutines.
+type conn struct {
+	of      *rueidis.Client // the client it was taken from
+	c       rueidis.DedicatedClient
+	release func()
+}
+
+// close gives the connection back to its client's pool.
+func (c *conn) close() {
+	if c.release != nil {
+		c.release()
+	}
+	*c = conn{}
+}
+
+// send runs the script for batch on the sender's connection to the
+// store's server.
+func (s *Store) send(own *conn, batch []*call) {
 	cp := s.client.Load()
 	if cp == nil {
 		err := s.unavailable()
@@ -302,7 +327,15 @@ func (s *Store) send(batch []*call) {
 			c.err = err
 		}
 	} else {
-		s.exec(s.sharedDeadline().ctx, *cp, batch)
+		if own.of != cp {
+			own.close()
+			own.c, own.release = (*cp).Dedicate()
+			own.of = cp
+		}
+		s.exec(s.sharedDeadline().ctx, own.c, batch)
+		if batch[0].err != nil {
+			own.close() // perhaps broken: the next batch takes another
+		}
 	}
 	for _, c := range batch {
 		c.ready <- struct{}{}
@@ -313,6 +346,8 @@ func (s *Store) send(batch []*call) {
 // still queued.
 func (s *Store) sender() {
 	defer s.wg.Done()
+	var own conn
+	defer own.close()
 	var batch []*call
 	for {
 		select {
@@ -327,7 +362,7 @@ func (s *Store) sender() {
 			return
 		}
 		for batch = s.batch.grab(batch[:0]); len(batch) > 0; batch = s.batch.grab(batch[:0]) {
-			s.send(batch)
+			s.send(&own, batch)
 			clear(batch)
 		}
 	}

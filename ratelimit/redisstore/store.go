@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/floodgate/floodgate/internal/rawio"
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
@@ -128,10 +130,37 @@ func clientOption(o Options) rueidis.ClientOption {
 			Timeout:   max(10*o.Timeout, time.Second),
 			KeepAlive: time.Second,
 		},
+		DialCtxFn: dial,
 		// A connection whose replies are this late is closed and dialled
 		// again. Takes give up long before, after o.Timeout.
 		ConnWriteTimeout: max(20*o.Timeout, 2*time.Second),
 	}
+}
+
+// dial connects to a Redis node as rueidis would, and reads and writes
+// the TCP connection with raw system calls (see internal/rawio): a
+// sender's round trip then does not wake the runtime's monitor thread,
+// nor move to another thread while its write runs the server's side of
+// the loopback or network stack.
+func dial(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+	nc, err := d.DialContext(ctx, "tcp", dst)
+	if err != nil {
+		return nil, err
+	}
+	nc = rawio.Wrap(nc)
+	if tc == nil {
+		return nc, nil
+	}
+	if tc.ServerName == "" {
+		tc = tc.Clone()
+		tc.ServerName, _, _ = net.SplitHostPort(dst)
+	}
+	tlc := tls.Client(nc, tc)
+	if err := tlc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return tlc, nil
 }
 
 // connect makes the rueidis client, retrying with backoff until it
