@@ -1,0 +1,64 @@
+package main
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync/atomic"
+	"testing"
+)
+
+// TestRawGetter runs the raw client against a real server on loopback:
+// answers are read whole on one kept-alive connection, a server that
+// closes kept-alive connections is followed by a new one without a
+// failure, and a status other than 200 is a failure.
+func TestRawGetter(t *testing.T) {
+	var n, conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/p" || r.Host == "" {
+			t.Errorf("request for %q, Host %q", r.URL.RequestURI(), r.Host)
+		}
+		i := n.Add(1)
+		switch {
+		case r.URL.Query().Get("fail") != "":
+			w.WriteHeader(http.StatusTooManyRequests)
+		case i%5 == 0:
+			w.Header().Set("Connection", "close") // the server ends the connection
+		}
+		w.Write(make([]byte, 40000)) // more than the client's buffer
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+
+	u, _ := url.Parse(srv.URL + "/p?q=1")
+	g := newRawGetter(u)
+	defer g.close()
+	for i := range 20 {
+		if err := g.get(); err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+	}
+	if got := conns.Load(); got != 4 {
+		t.Errorf("%d connections for 20 requests, the server closing every fifth; want 4", got)
+	}
+
+	// The server closes an idle kept-alive connection: the next request
+	// goes on a new one.
+	srv.CloseClientConnections()
+	if err := g.get(); err != nil {
+		t.Errorf("request after the server closed the idle connection: %v", err)
+	}
+
+	u, _ = url.Parse(srv.URL + "/p?q=1&fail=1")
+	bad := newRawGetter(u)
+	defer bad.close()
+	if err := bad.get(); err == nil {
+		t.Error("a 429 answer counted as a success")
+	}
+}
