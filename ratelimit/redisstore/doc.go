@@ -85,9 +85,12 @@
 // returns an error, and for the next 50ms (doubling up to 1s while Redis
 // stays unreachable) Takes fail at once with ErrUnavailable instead of
 // each waiting out the timeout; then one Take probes Redis for all the
-// others, and the first success ends it. Error replies from a server that
-// answered (such as LOADING after a restart) fail their Take but not the
-// next ones. Deciding what a failed Take means (fail open or closed) is
+// others, and the first success ends it. On a cluster this is kept for
+// each group of 64 hash slots, so a node that does not answer makes only
+// the keys whose slots it owns fail fast (and those of a group that
+// straddles the edge of its range); the other nodes' keys are decided as
+// before. Error replies from a server that answered (such as LOADING
+// after a restart) fail their Take but not the next ones. Deciding what a failed Take means (fail open or closed) is
 // the caller's business.
 //
 // New never fails because Redis is down and never waits longer than

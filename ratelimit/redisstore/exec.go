@@ -172,12 +172,12 @@ func decodeReplies(b []byte, calls []*call) error {
 
 // take runs the script for one Take, batched with concurrent ones on a
 // single server, alone on a cluster, and computes its Decision.
-func (s *Store) take(ctx context.Context, cl rueidis.Client, h keyHash, n int64, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+func (s *Store) take(ctx context.Context, cl rueidis.Client, cluster bool, h keyHash, n int64, limits []ratelimit.Limit) (ratelimit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return ratelimit.Decision{}, fmt.Errorf("redisstore: take: %w", err)
 	}
 	c := s.newCall(h, n, limits)
-	if cl.Mode() == rueidis.ClientModeCluster {
+	if cluster {
 		// Keys of different clients are on different slots, which one
 		// script cannot touch: no batching.
 		cctx, cancel := s.callContext(ctx)

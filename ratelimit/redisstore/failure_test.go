@@ -3,6 +3,8 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,5 +241,103 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("no %s after %v", what, redistest.ReadyTimeout)
 		}
 		time.Sleep(5 * time.Millisecond) // a poll interval, not an assertion
+	}
+}
+
+// TestNodeFailureStaysOnItsSlots kills one node of a three-node cluster:
+// the keys whose slots live nodes own go on being decided by Redis, while
+// the dead node's keys fail. Before it, the store's hash slots are checked
+// against Redis's own (CLUSTER KEYSLOT).
+func TestNodeFailureStaysOnItsSlots(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartCluster(t)
+	s := newStore(t, Options{Addrs: c.Addrs(), Timeout: failTimeout})
+	keys := make([]string, 300)
+	for i := range keys {
+		keys[i] = "client-" + strconv.Itoa(i)
+		h := s.hash.sum(keys[i])
+		var tagBuf [24]byte
+		redisKey := counterKey(s.prefix, appendTag(tagBuf[:0], h), minute)
+		got, err := c.Nodes[0].Do("CLUSTER", "KEYSLOT", redisKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strconv.Itoa(keySlot(h)); got != want {
+			t.Fatalf("CLUSTER KEYSLOT %s = %s, keySlot says %s", redisKey, got, want)
+		}
+	}
+
+	// The slots of the node to kill, from its line in CLUSTER NODES.
+	dead := c.Nodes[0]
+	nodes, err := dead.Do("CLUSTER", "NODES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deadSlots [hashSlots]bool
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "myself") {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("slot range %q in %q", r, line)
+			}
+			for slot := a; slot <= b; slot++ {
+				deadSlots[slot] = true
+			}
+		}
+	}
+	// A key's fate: on the dead node, or in a group of slots that the
+	// live nodes own whole. A group straddling the dead node's range
+	// edge may fail fast for a live node's key too: not checked.
+	var onDead, onLive []string
+	for _, k := range keys {
+		slot := keySlot(s.hash.sum(k))
+		group, anyDead := slot/slotGroup*slotGroup, false
+		for i := group; i < group+slotGroup; i++ {
+			anyDead = anyDead || deadSlots[i]
+		}
+		switch {
+		case deadSlots[slot]:
+			onDead = append(onDead, k)
+		case !anyDead:
+			onLive = append(onLive, k)
+		}
+	}
+	if len(onDead) < 50 || len(onLive) < 100 {
+		t.Fatalf("%d keys on the node to kill and %d on the others' whole groups, of %d", len(onDead), len(onLive), len(keys))
+	}
+	for _, k := range keys {
+		waitTake(t, s, k, 1, minute)
+	}
+
+	dead.Kill()
+	failed := 0
+	for range 3 {
+		for i := range max(len(onDead), len(onLive)) {
+			if i < len(onDead) {
+				if _, err := timedTake(t, s, onDead[i], 1, minute); err != nil {
+					failed++
+				}
+			}
+			if i < len(onLive) {
+				if _, err := timedTake(t, s, onLive[i], 1, minute); err != nil {
+					t.Fatalf("Take(%q), a live node's key, after another node died: %v", onLive[i], err)
+				}
+			}
+		}
+	}
+	if failed != 3*len(onDead) {
+		t.Errorf("%d of %d Takes of the dead node's keys failed, want all", failed, 3*len(onDead))
+	}
+	if s.Stats().Up {
+		t.Error("Stats().Up with a node down")
 	}
 }

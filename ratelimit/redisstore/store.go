@@ -49,11 +49,10 @@ type Store struct {
 	client  atomic.Pointer[rueidis.Client] // nil until connected
 	lastErr atomic.Pointer[error]          // why not connected, for messages
 
-	// The breaker: while mono() < failUntil, Takes fail at once; the
-	// first Take after it probes Redis for the others (see Take and
-	// failed).
-	failUntil atomic.Int64 // 0: closed
-	backoff   atomic.Int64 // the next probe interval, ns
+	// The breakers (see breakerFor): [0] for a single server, one for
+	// each group of hash slots on a cluster; open counts those open.
+	breakers [slotBreakers]breaker
+	open     atomic.Int32
 
 	start time.Time // mono() is the time since start
 
@@ -101,7 +100,9 @@ func New(o Options) (*Store, error) {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	s.backoff.Store(int64(minBackoff))
+	for i := range s.breakers {
+		s.breakers[i].backoff.Store(int64(minBackoff))
+	}
 	s.wg.Add(senders)
 	for range senders {
 		go s.sender()
@@ -250,29 +251,31 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 	if cp == nil {
 		return ratelimit.Decision{}, s.fastFail()
 	}
+	cluster := (*cp).Mode() == rueidis.ClientModeCluster
+	b := s.breakerFor(cluster, h)
 	probe := false
-	if fu := s.failUntil.Load(); fu != 0 {
+	if fu := b.failUntil.Load(); fu != 0 {
 		now := s.mono()
-		if now < fu || !s.failUntil.CompareAndSwap(fu, now+s.backoff.Load()) {
+		if now < fu || !b.failUntil.CompareAndSwap(fu, now+b.backoff.Load()) {
 			return ratelimit.Decision{}, s.fastFail()
 		}
 		probe = true // this Take finds out for the others whether Redis is back
 	}
-	d, err := s.take(ctx, *cp, h, n, limits)
+	d, err := s.take(ctx, *cp, cluster, h, n, limits)
 	switch {
 	case err == nil:
-		if probe || s.failUntil.Load() != 0 {
-			s.recovered()
+		if probe || b.failUntil.Load() != 0 {
+			s.recovered(b)
 		}
 	case reachable(err):
 		if probe {
-			s.recovered()
+			s.recovered(b)
 		}
 		s.errs.Add(1)
 	case ctx.Err() != nil: // the caller gave up; says nothing about Redis
 		s.errs.Add(1)
 	default:
-		s.failed(err, probe)
+		s.failed(b, err, probe)
 		s.errs.Add(1)
 	}
 	return d, err
@@ -328,37 +331,41 @@ func reachable(err error) bool {
 	return ok || errors.Is(err, errCorrupt)
 }
 
-// failed opens the breaker after err, which says Redis did not answer:
-// Takes fail at once until the next probe. After a failed probe, the next
-// one waits twice as long (up to maxBackoff).
-func (s *Store) failed(err error, probe bool) {
+// failed opens b after err, which says Redis did not answer: Takes under
+// b fail at once until the next probe. After a failed probe, the next one
+// waits twice as long (up to maxBackoff).
+func (s *Store) failed(b *breaker, err error, probe bool) {
 	s.lastErr.Store(&err)
 	now := s.mono()
 	if probe {
-		b := min(2*s.backoff.Load(), int64(maxBackoff))
-		s.backoff.Store(b)
-		s.failUntil.Store(now + b)
+		bo := min(2*b.backoff.Load(), int64(maxBackoff))
+		b.backoff.Store(bo)
+		b.failUntil.Store(now + bo)
 		return
 	}
-	if s.failUntil.CompareAndSwap(0, now+int64(minBackoff)) {
-		s.backoff.Store(int64(minBackoff))
-		s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store unreachable; failing fast until it answers again",
-			slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
+	if b.failUntil.CompareAndSwap(0, now+int64(minBackoff)) {
+		b.backoff.Store(int64(minBackoff))
+		if s.open.Add(1) == 1 {
+			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store unreachable; failing fast until it answers again",
+				slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
+		}
 	}
 }
 
-// recovered closes the breaker. Redis may have lost its data while
-// unreachable (a restart), so the over-limit cache is dropped.
-func (s *Store) recovered() {
-	if s.failUntil.Swap(0) == 0 {
+// recovered closes b. Redis may have lost its data while unreachable (a
+// restart), so the over-limit cache is dropped.
+func (s *Store) recovered(b *breaker) {
+	if b.failUntil.Swap(0) == 0 {
 		return
 	}
-	s.backoff.Store(int64(minBackoff))
+	b.backoff.Store(int64(minBackoff))
 	if s.cache != nil {
 		s.cache.clear()
 	}
-	s.logger.LogAttrs(context.Background(), slog.LevelInfo, "redis store reachable again",
-		slog.String("redis", s.opts.String()))
+	if s.open.Add(-1) == 0 {
+		s.logger.LogAttrs(context.Background(), slog.LevelInfo, "redis store reachable again",
+			slog.String("redis", s.opts.String()))
+	}
 }
 
 // callContext returns the context for one round trip started now on
@@ -445,7 +452,9 @@ func (s *Store) Ping(ctx context.Context) error {
 			return fmt.Errorf("redisstore: ping %s: %w", addr, err)
 		}
 	}
-	s.recovered()
+	for i := range s.breakers {
+		s.recovered(&s.breakers[i])
+	}
 	return nil
 }
 
@@ -496,7 +505,7 @@ func (s *Store) Stats() Stats {
 	}
 	if cp := s.client.Load(); cp != nil {
 		st.Connected = true
-		st.Up = s.failUntil.Load() == 0
+		st.Up = s.open.Load() == 0
 		st.Cluster = (*cp).Mode() == rueidis.ClientModeCluster
 	}
 	return st
