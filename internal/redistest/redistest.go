@@ -306,16 +306,36 @@ func (s *Server) cleanup() {
 	}
 }
 
-// FreePort returns a loopback TCP port that was free a moment ago.
+// FreePort returns a loopback TCP port that was free a moment ago, and
+// never one it returned before in this process.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("redistest: find a free port: %v", err)
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("redistest: find a free port: %v", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		givenPorts.Lock()
+		dup := givenPorts.ports[port]
+		givenPorts.ports[port] = true
+		givenPorts.Unlock()
+		if !dup {
+			return port
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	t.Fatal("redistest: no loopback port not handed out before in 100 tries")
+	return 0
 }
+
+// givenPorts holds the ports FreePort returned: the kernel may hand the
+// port it just freed to the next bind, and a server's client and cluster
+// bus ports must differ.
+var givenPorts = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // Do sends one command to the server on a new connection, after AUTH if
 // the server was started with --requirepass, and returns its reply as

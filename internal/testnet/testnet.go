@@ -12,17 +12,39 @@ import (
 )
 
 // FreeAddr returns a loopback address that was free a moment ago (another
-// test may take it first: callers that bind it retry on "address already
-// in use").
+// process may take it first: callers that bind it retry on "address
+// already in use"). It never returns an address it returned before in
+// this process: the kernel may hand the port it just freed to the next
+// bind, and two listeners of one test (a gateway's public and admin) must
+// not be given the same address.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		given.Lock()
+		_, dup := given.addrs[addr]
+		if !dup {
+			given.addrs[addr] = struct{}{}
+		}
+		given.Unlock()
+		if !dup {
+			return addr
+		}
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	t.Fatal("testnet: no loopback port not handed out before in 100 tries")
+	return ""
 }
+
+// given holds the addresses FreeAddr returned.
+var given = struct {
+	sync.Mutex
+	addrs map[string]struct{}
+}{addrs: map[string]struct{}{}}
 
 // Buffer is a bytes.Buffer safe for concurrent Write and String.
 type Buffer struct {
