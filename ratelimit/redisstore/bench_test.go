@@ -322,3 +322,13 @@ func BenchmarkKeyHash(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkKeySlot measures finding the hash slot of a key's counters,
+// which a Take on a cluster does to choose its fail-fast state.
+func BenchmarkKeySlot(b *testing.B) {
+	h := newHasher(nil).sum("203.0.113.7/route")
+	b.ReportAllocs()
+	for b.Loop() {
+		keySlot(h)
+	}
+}
