@@ -32,9 +32,11 @@
 # difference lies; the last line gives floodgate/nginx_limit_req, with each
 # round's ratio and the CPU ratio beside it. Latency: bench/latency sends
 # each of RATES requests/s, open loop, to each in turn, ROUNDS rounds; a
-# table for each rate shows median p50/p99 and what each adds over the
-# bare upstream, and a line the p99 added by floodgate against
-# nginx_limit_req's. Any non-2xx answer is reported (none is expected:
+# table for each rate shows median p50/p99, what each adds over the bare
+# upstream, and each target's CPU a request at that rate (at a moderate
+# rate a request costs more than under saturating load: the process wakes
+# for it on cold caches), and a line the p99 added by floodgate against
+# nginx_limit_req's, with their CPU a request. Any non-2xx answer is reported (none is expected:
 # nothing may be limited).
 #
 # Usage: bench/gateway.sh
@@ -197,7 +199,7 @@ for t in "${targets[@]}"; do
 	wait_up "${port[$t]}"
 done
 
-declare -A rps p50 p99 dp99 bad cpu_u cpu_s
+declare -A rps p50 p99 dp99 bad cpu_u cpu_s lcpu
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 if [ -n "${GATEWAY_GODEBUG:-}" ]; then
 	echo "# floodgate runs with GODEBUG=$GATEWAY_GODEBUG" >&2
@@ -227,9 +229,18 @@ for r in $(seq "$rounds"); do
 	for rate in "${rates[@]}"; do
 		for t in "${targets[@]}"; do
 			[ "${LATENCY:-1}" = 0 ] && break
+			# shellcheck disable=SC2086
+			[ -n "${tpid[$t]:-}" ] && read -r u0 s0 <<<"$(cpu_ticks ${tpid[$t]})"
 			out=$("$dir/latency" -url "http://127.0.0.1:${port[$t]}$path" -rate "$rate" -duration "$lat_duration" -conns "$lat_conns")
-			eval "$(tr ' ' '\n' <<<"$out" | sed -n 's/^\(p50_us\|p99_us\|due_p99_us\|errors\)=\([0-9]*\)$/\1=\2/p')"
+			eval "$(tr ' ' '\n' <<<"$out" | sed -n 's/^\(n\|p50_us\|p99_us\|due_p99_us\|errors\)=\([0-9]*\)$/\1=\2/p')"
 			k="$t@$rate"
+			if [ -n "${tpid[$t]:-}" ]; then
+				# CPU a request at this rate: the warm-up's requests
+				# (latency's default 1 s) are in the CPU time too.
+				# shellcheck disable=SC2086
+				read -r u1 s1 <<<"$(cpu_ticks ${tpid[$t]})"
+				lcpu[$k]="${lcpu[$k]:-} $(per_request $((u1 - u0 + s1 - s0)) $((n + rate)))"
+			fi
 			p50[$k]="${p50[$k]:-} $p50_us"
 			p99[$k]="${p99[$k]:-} $p99_us"
 			dp99[$k]="${dp99[$k]:-} $due_p99_us"
@@ -308,8 +319,8 @@ for rate in "${rates[@]}"; do
 	echo "Latency: $rate req/s open loop for $lat_duration over at most $lat_conns connections, $rounds rounds"
 	echo "(medians, µs; p50/p99 from when sent, due p99 from when due: see bench/latency)"
 	echo
-	echo "| target | p50 | p99 | p50 added | p99 added | due p99 | due p99 added |"
-	echo "|---|---:|---:|---:|---:|---:|---:|"
+	echo "| target | p50 | p99 | p50 added | p99 added | due p99 | due p99 added | CPU a request (µs) |"
+	echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 	declare -A added=()
 	for t in "${targets[@]}"; do
 		k="$t@$rate"
@@ -323,10 +334,13 @@ for rate in "${rates[@]}"; do
 			dc=$((c - $(median ${dp99[direct@$rate]})))
 		fi
 		added[$t]=$db
-		echo "| $t | $a | $b | $da | $db | $c | $dc |"
+		lc=-
+		[ -n "${lcpu[$k]:-}" ] && lc=$(median ${lcpu[$k]})
+		echo "| $t | $a | $b | $da | $db | $c | $dc | $lc |"
 	done
 	if [ -n "${added[floodgate]:-}" ] && [ -n "${added[$ref]:-}" ] && [ "${added[floodgate]}" != - ]; then
-		summary+=("p99 added at $rate/s: floodgate ${added[floodgate]} µs, $ref ${added[$ref]} µs")
+		c1=$(median ${lcpu[floodgate@$rate]:-0}) c2=$(median ${lcpu[$ref@$rate]:-0})
+		summary+=("p99 added at $rate/s: floodgate ${added[floodgate]} µs, $ref ${added[$ref]} µs (CPU a request $c1 / $c2 µs = $(ratio "$c1" "$c2")×)")
 	fi
 done
 if [ ${#summary[@]} -gt 0 ]; then
