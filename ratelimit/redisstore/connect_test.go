@@ -56,12 +56,7 @@ func TestURLs(t *testing.T) {
 
 	t.Run("tls", func(t *testing.T) {
 		t.Parallel()
-		dir := t.TempDir()
-		pool := writeCerts(t, dir)
-		tlsPort := redistest.FreePort(t)
-		srv := redistest.Start(t, "--tls-port", strconv.Itoa(tlsPort),
-			"--tls-cert-file", filepath.Join(dir, "server.pem"), "--tls-key-file", filepath.Join(dir, "server.key"),
-			"--tls-ca-cert-file", filepath.Join(dir, "ca.pem"), "--tls-auth-clients", "no")
+		srv, tlsPort, pool := startTLS(t)
 		if _, err := srv.Do("PING"); err != nil {
 			t.Fatal(err)
 		}
@@ -100,6 +95,19 @@ func wantError(t *testing.T, s *Store, why string) {
 	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), why) {
 		t.Errorf("Take: error %v, want ErrUnavailable saying %q", err, why)
 	}
+}
+
+// startTLS starts a Redis server that also listens with TLS on tlsPort,
+// with a certificate for 127.0.0.1 signed by the CA in pool.
+func startTLS(t *testing.T) (srv *redistest.Server, tlsPort int, pool *x509.CertPool) {
+	t.Helper()
+	dir := t.TempDir()
+	pool = writeCerts(t, dir)
+	tlsPort = redistest.FreePort(t)
+	srv = redistest.Start(t, "--tls-port", strconv.Itoa(tlsPort),
+		"--tls-cert-file", filepath.Join(dir, "server.pem"), "--tls-key-file", filepath.Join(dir, "server.key"),
+		"--tls-ca-cert-file", filepath.Join(dir, "ca.pem"), "--tls-auth-clients", "no")
+	return srv, tlsPort, pool
 }
 
 // writeCerts writes a CA (ca.pem) and a server certificate for 127.0.0.1

@@ -5,12 +5,10 @@ package redisstore
 import (
 	"crypto/tls"
 	"net"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/floodgate/floodgate/internal/rawio"
-	"github.com/floodgate/floodgate/internal/redistest"
 )
 
 // TestDialRawSockets checks that the store's connections, plain and TLS,
@@ -18,12 +16,7 @@ import (
 // a real server.
 func TestDialRawSockets(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	pool := writeCerts(t, dir)
-	tlsPort := redistest.FreePort(t)
-	srv := redistest.Start(t, "--tls-port", strconv.Itoa(tlsPort),
-		"--tls-cert-file", filepath.Join(dir, "server.pem"), "--tls-key-file", filepath.Join(dir, "server.key"),
-		"--tls-ca-cert-file", filepath.Join(dir, "ca.pem"), "--tls-auth-clients", "no")
+	srv, tlsPort, pool := startTLS(t)
 	ping := func(t *testing.T, nc net.Conn) {
 		t.Helper()
 		if _, err := nc.Write([]byte("PING\r\n")); err != nil {
