@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,4 +160,50 @@ func writeCerts(t *testing.T, dir string) *x509.CertPool {
 	pool := x509.NewCertPool()
 	pool.AddCert(ca)
 	return pool
+}
+
+// TestSilentTLSPeer: a peer that accepts connections and never answers
+// the TLS handshake holds neither the store's connecting goroutine nor
+// Close for good (the dial timeout covers the handshake).
+func TestSilentTLSPeer(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // open, never answered
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	s, err := New(Options{Addrs: []string{ln.Addr().String()}, TLS: &tls.Config{}, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Take(ctx, "k", 1, ratelimit.Limit{Count: 5, Window: time.Minute}); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Take with the handshake unanswered: %v, want ErrUnavailable", err)
+	}
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second): // a guard far above the 1 s dial timeout, not a measurement
+		t.Fatal("Close still waiting for a TLS handshake the peer never answers")
+	}
 }

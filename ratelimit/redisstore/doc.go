@@ -89,7 +89,9 @@
 // each group of 64 hash slots, so a node that does not answer makes only
 // the keys whose slots it owns fail fast (and those of a group that
 // straddles the edge of its range); the other nodes' keys are decided as
-// before. Error replies from a server that answered (such as LOADING
+// before. While any of them fails fast, the store pings every node each
+// second and ends them all once every node answers, so a group whose
+// clients do not come back does not stay failed. Error replies from a server that answered (such as LOADING
 // after a restart) fail their Take but not the next ones. Deciding what a failed Take means (fail open or closed) is
 // the caller's business.
 //

@@ -302,7 +302,10 @@ func (b *batcher) grab(batch []*call) []*call {
 
 // A conn is a sender's own connection to the server: its batches are
 // written and their replies read by the sender itself, without the
-// hand-offs to and from the client's pipelining goroutines.
+// hand-offs to and from the client's pipelining goroutines. (rueidis
+// still switches a connection to those goroutines for good if a call
+// meets another on it, such as its own keep-alive PING: a cost, not an
+// error.)
 type conn struct {
 	of      *rueidis.Client // the client it was taken from
 	c       rueidis.DedicatedClient
@@ -318,23 +321,34 @@ func (c *conn) close() {
 }
 
 // send runs the script for batch on the sender's connection to the
-// store's server.
+// store's server. Without one (at first, after an error, after the client
+// changed) the batch goes through the client, which dials within the
+// batch's deadline, and the sender takes a connection of its own only
+// after that succeeded: a dial of its own is bounded by the dial timeout
+// alone, which a hung server must not make every queued Take wait out.
 func (s *Store) send(own *conn, batch []*call) {
 	cp := s.client.Load()
-	if cp == nil {
+	switch {
+	case cp == nil:
 		err := s.unavailable()
 		for _, c := range batch {
 			c.err = err
 		}
-	} else {
-		if own.of != cp {
-			own.close()
-			own.c, own.release = (*cp).Dedicate()
-			own.of = cp
-		}
+	case own.of == cp:
 		s.exec(s.sharedDeadline().ctx, own.c, batch)
 		if batch[0].err != nil {
-			own.close() // perhaps broken: the next batch takes another
+			own.close() // perhaps broken: the next batch goes through the client
+		}
+	default:
+		own.close()
+		s.exec(s.sharedDeadline().ctx, *cp, batch)
+		if batch[0].err == nil {
+			for _, c := range batch {
+				c.ready <- struct{}{} // before the dial below
+			}
+			own.c, own.release = (*cp).Dedicate()
+			own.of = cp
+			return
 		}
 	}
 	for _, c := range batch {

@@ -341,3 +341,48 @@ func TestNodeFailureStaysOnItsSlots(t *testing.T) {
 		t.Error("Stats().Up with a node down")
 	}
 }
+
+// TestUpAgainWithoutTakes: after an outage, the store reports itself up
+// once Redis answers again, even if no Take comes to probe it (a slot
+// group of a cluster whose clients do not come back would otherwise keep
+// Stats.Up, and the floodgate_redis_up metric, false for good).
+func TestUpAgainWithoutTakes(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout})
+	waitTake(t, s, "k", 1, minute)
+	srv.Kill()
+	waitFor(t, "failed Take", func() bool {
+		_, err := timedTake(t, s, "k", 1, minute)
+		return err != nil
+	})
+	if s.Stats().Up {
+		t.Fatal("Stats().Up with Redis down")
+	}
+	srv.Restart()
+	waitFor(t, "Stats().Up with Redis back and no Take", func() bool { return s.Stats().Up })
+}
+
+// TestOpenBreakersCounted runs the order of events that a probe can meet:
+// the breaker opens, a probe starts, an earlier Take succeeds and closes
+// it, then the probe fails and opens it again. The store must count it
+// open (Stats.Up false), and closed after the next success.
+func TestOpenBreakersCounted(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout})
+	waitTake(t, s, "k", 1, minute)
+	b, err := &s.breakers[0], errors.New("test: no answer")
+	s.failed(b, err, false)
+	fu := b.failUntil.Load()
+	b.failUntil.CompareAndSwap(fu, fu+1) // the probe starts (see Take)
+	s.recovered(b)                       // an earlier Take succeeds
+	s.failed(b, err, true)               // the probe fails
+	if got := s.open.Load(); got != 1 || s.Stats().Up {
+		t.Fatalf("after the probe failed: %d breakers counted open, Stats().Up %v; want 1 and false", got, s.Stats().Up)
+	}
+	s.recovered(b)
+	if got := s.open.Load(); got != 0 || !s.Stats().Up {
+		t.Errorf("after a success: %d breakers counted open, Stats().Up %v; want 0 and true", got, s.Stats().Up)
+	}
+}

@@ -59,10 +59,11 @@ type Store struct {
 	shared atomic.Pointer[sharedDeadline] // see sharedDeadline
 	batch  *batcher
 
-	mu     sync.Mutex // guards closed and the client's creation and closing
-	closed bool
-	done   chan struct{} // closed by Close
-	wg     sync.WaitGroup
+	mu       sync.Mutex // guards closed, watching and the client's creation and closing
+	closed   bool
+	watching bool          // watchRecovery runs
+	done     chan struct{} // closed by Close
+	wg       sync.WaitGroup
 
 	takes, roundTrips, cacheHits, errs, fastFails atomic.Uint64
 
@@ -144,6 +145,14 @@ func clientOption(o Options) rueidis.ClientOption {
 // nor move to another thread while its write runs the server's side of
 // the loopback or network stack.
 func dial(ctx context.Context, dst string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+	if d.Timeout > 0 {
+		// The whole dial, TLS handshake included, as tls.Dialer bounds
+		// it: a peer that accepts and never answers must not hold a
+		// sender or the connecting goroutine for good.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
 	nc, err := d.DialContext(ctx, "tcp", dst)
 	if err != nil {
 		return nil, err
@@ -340,15 +349,61 @@ func (s *Store) failed(b *breaker, err error, probe bool) {
 	if probe {
 		bo := min(2*b.backoff.Load(), int64(maxBackoff))
 		b.backoff.Store(bo)
-		b.failUntil.Store(now + bo)
+		// A success since the probe started may have closed b: opening
+		// it again is then a transition like any other.
+		if b.failUntil.Swap(now+bo) == 0 {
+			s.opened(err)
+		}
 		return
 	}
 	if b.failUntil.CompareAndSwap(0, now+int64(minBackoff)) {
 		b.backoff.Store(int64(minBackoff))
-		if s.open.Add(1) == 1 {
-			s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store unreachable; failing fast until it answers again",
-				slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
+		s.opened(err)
+	}
+}
+
+// opened counts a breaker that opened after err: the first one logs, and
+// starts the watch that closes them all once every node answers (a slot
+// group no Take asks for again would otherwise stay open, and Stats.Up
+// false, for good).
+func (s *Store) opened(err error) {
+	if s.open.Add(1) != 1 {
+		return
+	}
+	s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store unreachable; failing fast until it answers again",
+		slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.watching {
+		return
+	}
+	s.watching = true
+	s.wg.Add(1)
+	go s.watchRecovery()
+}
+
+// watchRecovery pings every node each maxBackoff while a breaker is open,
+// and closes them all when every node answers (Ping does).
+func (s *Store) watchRecovery() {
+	defer s.wg.Done()
+	t := time.NewTicker(maxBackoff)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
 		}
+		if s.open.Load() <= 0 {
+			s.mu.Lock()
+			if s.open.Load() <= 0 { // opened starts another watch if one opens now
+				s.watching = false
+				s.mu.Unlock()
+				return
+			}
+			s.mu.Unlock()
+		}
+		s.Ping(context.Background())
 	}
 }
 
@@ -514,9 +569,10 @@ func (s *Store) Stats() Stats {
 // Close stops connecting, closes the connections and makes later Takes
 // and Pings return ErrClosed. Takes queued for a batch end with
 // ErrClosed; a batch on its way is waited for (at most Timeout), and so is
-// a connection attempt in progress (at most the dial timeout,
-// max(10×Timeout, 1s)). Close always returns nil; calling it again does
-// nothing.
+// a connection attempt in progress (the first, or a sender taking a
+// connection of its own after a success: at most the dial timeout,
+// max(10×Timeout, 1s), TLS handshake included). Close always returns nil;
+// calling it again does nothing.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
