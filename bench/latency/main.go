@@ -11,10 +11,10 @@
 // of net/http's Transport (its read and write loops per connection), and
 // its garbage collector is off for the run (its allocations are bounded by
 // the run's length). On the two-vCPU benchmark machine this took the bare
-// upstream's p99 at 4 000 requests/s from 1.2–1.8 ms to a fraction of that,
-// the client's own noise, which every target's p99 carried (see
+// upstream's p99 at 4 000 requests/s from 0.8–1.0 ms to 0.35–0.41 ms: the
+// client's own noise, which every target's p99 carried (see
 // docs/benchmarks.md). -client nethttp measures through net/http's client,
-// as this tool did before.
+// as this tool did before but with the collector off too.
 //
 // Go's timers wake about 0.5 ms late on the shared VMs this runs on
 // (time.Sleep to a 1 ms tick: median 0.54 ms late, p99 1.1 ms), the same
@@ -149,14 +149,22 @@ func newRawGetter(u *url.URL) *rawGetter {
 func (g *rawGetter) get() error {
 	reused := g.nc != nil
 	err := g.try()
-	if err != nil && reused && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
-		// The server closed the kept-alive connection before this
-		// request reached it: send it again on a new one, as net/http's
-		// client does.
+	var st *staleError
+	if reused && errors.As(err, &st) {
+		// The server closed the kept-alive connection before any of
+		// the answer came: send the request again on a new one, as
+		// net/http's client does.
 		err = g.try()
 	}
 	return err
 }
+
+// A staleError is a kept-alive connection found closed before any byte of
+// the answer arrived.
+type staleError struct{ err error }
+
+func (e *staleError) Error() string { return "connection closed before the answer: " + e.err.Error() }
+func (e *staleError) Unwrap() error { return e.err }
 
 // try sends the request once, on the kept-alive connection or a new one.
 func (g *rawGetter) try() error {
@@ -170,6 +178,12 @@ func (g *rawGetter) try() error {
 	}
 	g.nc.SetDeadline(time.Now().Add(10 * time.Second))
 	_, err := g.nc.Write(g.req)
+	if err == nil {
+		_, err = g.br.Peek(1)
+	}
+	if err != nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)) {
+		err = &staleError{err}
+	}
 	var resp *http.Response
 	if err == nil {
 		resp, err = http.ReadResponse(g.br, nil)

@@ -39,20 +39,26 @@ func TestRawGetter(t *testing.T) {
 	u, _ := url.Parse(srv.URL + "/p?q=1")
 	g := newRawGetter(u)
 	defer g.close()
-	for i := range 20 {
+	for i := range 19 {
 		if err := g.get(); err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 	}
 	if got := conns.Load(); got != 4 {
-		t.Errorf("%d connections for 20 requests, the server closing every fifth; want 4", got)
+		t.Errorf("%d connections for 19 requests, the server closing every fifth; want 4", got)
 	}
 
-	// The server closes an idle kept-alive connection: the next request
-	// goes on a new one.
+	// The server closes the idle kept-alive connection the client holds:
+	// the request finds it closed and goes again on a new one.
+	if g.nc == nil {
+		t.Fatal("no kept-alive connection after the 19th request")
+	}
 	srv.CloseClientConnections()
 	if err := g.get(); err != nil {
 		t.Errorf("request after the server closed the idle connection: %v", err)
+	}
+	if got := conns.Load(); got != 5 {
+		t.Errorf("%d connections after the server closed the idle one, want 5", got)
 	}
 
 	u, _ = url.Parse(srv.URL + "/p?q=1&fail=1")
