@@ -155,6 +155,11 @@ func corpus() []corpusCase {
 		"HEAD /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"GET /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",
+		// OPTIONS * is held to the request policy first, on both engines.
+		"OPTIONS * HTTP/1.0\nHost:\n\n",
+		"OPTIONS * HTTP/1.1\r\nHost:\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",
 		// Empty lines between requests: after a POST, up to 4 CR or LF
 		// bytes are ignored; after any other method, none.
 		"POST /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",

@@ -41,6 +41,11 @@ func NewNetHTTPServer(s *http.Server) *NetHTTPServer {
 		max = 64 << 10
 	}
 	s.MaxHeaderBytes = max
+	// "OPTIONS *" comes to the wrapper too, which judges it by the
+	// policy before answering it as Go's server would: Go's own answer
+	// skipped the policy (an empty Host, ambiguous framing: 200 here, 400
+	// from floodgate's server).
+	s.DisableGeneralOptionsHandler = true
 	n := &NetHTTPServer{Server: s, maxHeaderBytes: max}
 	next := s.Handler
 	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serve(next, w, r) })
@@ -79,6 +84,16 @@ func (n *NetHTTPServer) serve(next http.Handler, w http.ResponseWriter, r *http.
 	// (What Refuse let through is framed as Go's parser framed it.)
 	if !known || httpsyntax.CloseAfter(r.ProtoMinor, len(r.TransferEncoding) > 0, r.ContentLength) {
 		w.Header()["Connection"] = []string{"close"}
+	}
+	if r.Method == http.MethodOptions && r.RequestURI == "*" {
+		// A question about the server, not a resource: net/http's
+		// answer (200, empty; at most 4 KiB of a body read), never the
+		// handler's.
+		w.Header()["Content-Length"] = []string{"0"}
+		if r.ContentLength != 0 {
+			io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, 4<<10))
+		}
+		return
 	}
 	next.ServeHTTP(w, r)
 }
@@ -166,9 +181,6 @@ func (c *scannedConn) scanBytes(b []byte) {
 			c.stopped = true
 		case h.ContentLengths > 0:
 			c.skip = h.ContentLength
-		}
-		if h.OptionsStar {
-			continue // answered by net/http's server, not the handler
 		}
 		if len(c.heads) >= maxPendingHeads {
 			c.stopped = true

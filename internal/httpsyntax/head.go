@@ -27,7 +27,8 @@ type Head struct {
 	// any other version.
 	Minor int
 	// Connect: the method is CONNECT. OptionsStar: the request is
-	// OPTIONS *, which net/http's server answers itself.
+	// OPTIONS *, which both engines answer themselves once the policy let
+	// it through.
 	Connect, OptionsStar bool
 	// ObsFold: a field line starts with a space or tab (RFC 9112 §5.2).
 	ObsFold bool

@@ -49,6 +49,8 @@ func TestRefuse(t *testing.T) {
 		want int
 	}{
 		{"plain", "GET / HTTP/1.1\r\nHost: a\r\n\r\n", 0},
+		{"empty Host, HTTP/1.0", "GET / HTTP/1.0\nHost:\n\n", 400},
+		{"OPTIONS * with an empty Host", "OPTIONS * HTTP/1.0\nHost:\n\n", 400},
 		{"HTTP/1.2 as 1.1", "GET / HTTP/1.2\r\nHost: a\r\n\r\n", 0},
 		{"HTTP/2.0", "PRI * HTTP/2.0\r\n\r\n", 505},
 		{"HTTP/0.9", "GET / HTTP/0.9\r\nHost: a\r\n\r\n", 505},
