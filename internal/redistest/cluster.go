@@ -19,8 +19,9 @@ type Cluster struct {
 // StartCluster starts a Redis Cluster of three primaries (no replicas) on
 // free loopback ports, creates it with `redis-cli --cluster create …
 // --cluster-replicas 0 --cluster-yes`, and waits until every node reports
-// cluster_state:ok. The nodes are killed when the test ends.
-func StartCluster(t testing.TB) *Cluster {
+// cluster_state:ok. serverArgs are more arguments for every node's
+// redis-server. The nodes are killed when the test ends.
+func StartCluster(t testing.TB, serverArgs ...string) *Cluster {
 	t.Helper()
 	const nodes = 3
 	cli := binary(t, EnvCLI, "redis-cli")
@@ -28,12 +29,12 @@ func StartCluster(t testing.TB) *Cluster {
 	for range nodes {
 		// The cluster bus needs a port of its own; by default it is the
 		// client port + 10000, which may be taken or out of range.
-		c.Nodes = append(c.Nodes, Start(t,
+		c.Nodes = append(c.Nodes, Start(t, append([]string{
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", "5000",
 			"--cluster-port", strconv.Itoa(FreePort(t)),
-		))
+		}, serverArgs...)...))
 	}
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
