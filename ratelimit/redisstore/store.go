@@ -540,7 +540,8 @@ type Stats struct {
 	// the client reconnects by itself after that).
 	Connected bool
 	// Up reports whether Takes are sent to Redis now: connected, and no
-	// failure since the last success.
+	// failure since the last success (on a cluster, in no group of hash
+	// slots: false while any node's keys fail fast).
 	Up bool
 	// Cluster reports whether the servers are a Redis Cluster.
 	Cluster bool
