@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/floodgate/floodgate/internal/httpsyntax"
 )
 
@@ -276,7 +278,7 @@ func (c *conn) readAndHandle(limit int) bool {
 			return false
 		}
 		// What net/http's server checks first, then the policy.
-		if code, msg = checkRequest(req); code == 0 {
+		if code, msg = checkRequest(req, c.head.Hosts); code == 0 {
 			scheme, authority := httpsyntax.Target(req.URL)
 			code, msg = c.head.Refuse(limit, scheme, authority)
 		}
@@ -345,9 +347,25 @@ func isReadError(err error) bool {
 // request that is not plain (readPlainRequest admits no version, name or
 // value it refuses): the protocol version, and header names and values.
 // Host, framing and CONNECT are httpsyntax's policy.
-func checkRequest(req *http.Request) (int, string) {
+//
+// Go's server lets one request line of another version through,
+// "PRI * HTTP/2.0" (the HTTP/2 preface, for handlers that take the
+// connection over), and checks its Host and fields before the handler
+// refuses it (505, Head.Refuse): so does this, so that a malformed one
+// gets the same 400 from either engine. hosts is the number of its Host
+// field lines (http.ReadRequest leaves their value in req.Host only).
+func checkRequest(req *http.Request, hosts int) (int, string) {
 	if req.ProtoMajor != 1 {
-		return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+		if req.ProtoMajor != 2 || req.ProtoMinor != 0 || req.Method != "PRI" || req.RequestURI != "*" {
+			return http.StatusHTTPVersionNotSupported, "unsupported protocol version"
+		}
+		// The bare preface (no fields at all) is not asked for a Host.
+		if hosts == 0 && len(req.Header) > 0 {
+			return http.StatusBadRequest, "missing required Host header"
+		}
+		if hosts == 1 && !httpguts.ValidHostHeader(req.Host) {
+			return http.StatusBadRequest, "malformed Host header"
+		}
 	}
 	for k, vv := range req.Header {
 		if !validFieldName(k) {

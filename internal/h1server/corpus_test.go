@@ -169,6 +169,16 @@ func corpus() []corpusCase {
 		"POST /1 HTTP/1.1\nHost: x\nContent-Length: 0\n\n\n\n",
 		"GET /1 HTTP/1.1\r\nHost: x\r\n\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",
 		"PUT /1 HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\n",
+		// The HTTP/2 preface's request line with fields: its Host and
+		// fields are judged before its version, on both engines.
+		"PRI * HTTP/2.0\n0:\n\n",
+		"PRI * HTTP/2.0\r\nHost: a b\r\n\r\n",
+		"PRI * HTTP/2.0\r\nHost: x\r\nHost: y\r\n\r\n",
+		"PRI * HTTP/2.0\r\nHost:\r\n\r\n",
+		"PRI * HTTP/2.0\r\nHost: x\r\nX: a\x01b\r\n\r\n",
+		"PRI * HTTP/2.0\r\nHost: x\r\n\r\n",
+		"PRI / HTTP/2.0\r\nX: a\r\n\r\n",
+		"GET * HTTP/2.0\r\nX: a\r\n\r\n",
 		// CONNECT: its Host is judged first, on both engines.
 		"CONNECT  HTTP/1.0\nHost:\"\n\n",
 		"CONNECT example.com:443 HTTP/1.1\r\nHost: a b\r\n\r\n",

@@ -1,8 +1,9 @@
 package h1server
 
 // The checks net/http's server makes on a parsed request with
-// golang.org/x/net/http/httpguts, written against RFC 9110 here so as not
-// to take a module for three tables.
+// golang.org/x/net/http/httpguts, written against RFC 9110 here for byte
+// slices as well as strings: the plain-request reader checks a head's
+// bytes before making strings of them (httpguts takes strings only).
 
 // tokenChars: tchar (RFC 9110 section 5.6.2).
 var tokenChars = func() (t [256]bool) {
