@@ -10,7 +10,7 @@
 // http.ResponseWriter. There are no per-connection goroutines, and no
 // per-request timers or context watches: one timer per Forwarder, ticking
 // while requests are in flight, ends the waits of those whose context is
-// done or whose response head is late, up to 10ms late (see watchdog).
+// done or whose response head is late, up to 50ms late (see watchdog).
 // The only other goroutines are the idle-connection sweeper's timer, and
 // one per request whose body is large or of unknown length (so that an
 // upstream answering before it has read the body is not deadlocked).

@@ -61,7 +61,7 @@ func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	if a := rwc.RemoteAddr(); a != nil {
 		c.remoteAddr = a.String()
 	}
-	c.r = &connReader{conn: c}
+	c.r = &connReader{conn: c, watchSlot: -1}
 	c.r.cond = sync.NewCond(&c.r.mu)
 	c.w.conn = c
 	return c
@@ -625,20 +625,17 @@ type connReader struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// timer starts the background read DisconnectCheck after armedAt.
-	// It is left running when a handler returns sooner (most do, in
-	// microseconds) and set again for the next handler when it fires
-	// (watch): setting and stopping a timer for every request cost more
-	// than the watch itself.
-	timer    *time.Timer
-	timerSet bool            // timer is running
-	armedAt  int64           // when the handler was armed (monoNow)
-	armed    bool            // a handler is running and the body is read
-	inRead   bool            // a background read is in progress
-	hasByte  bool            // the background read got a byte: the next request's first
-	byteBuf  [1]byte         // that byte
-	ctx      *requestContext // the running request's: canceled when the client is gone
-	aborted  bool            // the background read found the connection gone
+	// The server's disconnect watch starts the background read
+	// DisconnectCheck after armedAt (disconnectWatch); watchSlot is the
+	// connection's place in it, -1 when not in it (under its lock).
+	armedAt   int64 // when the handler was armed (monoNow)
+	watchSlot int
+	armed     bool            // a handler is running and the body is read
+	inRead    bool            // a background read is in progress
+	hasByte   bool            // the background read got a byte: the next request's first
+	byteBuf   [1]byte         // that byte
+	ctx       *requestContext // the running request's: canceled when the client is gone
+	aborted   bool            // the background read found the connection gone
 
 	// headDeadline is the read deadline set for a request head (idle,
 	// ReadHeaderTimeout), in monoNow's nanoseconds; 0 when the
@@ -811,30 +808,7 @@ func (cr *connReader) arm() {
 		return
 	}
 	cr.armed, cr.armedAt = true, monoNow()
-	switch {
-	case cr.timer == nil:
-		cr.timer = time.AfterFunc(DisconnectCheck, cr.watch)
-	case !cr.timerSet:
-		cr.timer.Reset(DisconnectCheck)
-	}
-	cr.timerSet = true
-}
-
-// watch runs when the timer fires: it starts the background read if a
-// handler has been armed for DisconnectCheck, sets the timer again if the
-// one armed now has not, and lets it be otherwise.
-func (cr *connReader) watch() {
-	cr.mu.Lock()
-	if cr.armed {
-		if wait := DisconnectCheck - time.Duration(monoNow()-cr.armedAt); wait > 0 {
-			cr.timer.Reset(wait)
-			cr.mu.Unlock()
-			return
-		}
-	}
-	cr.timerSet = false
-	cr.mu.Unlock()
-	cr.backgroundRead()
+	cr.conn.srv.disconnects.add(cr, cr.armedAt)
 }
 
 // disarm stops the watch: the handler returned (or hijacks the
@@ -846,7 +820,8 @@ func (cr *connReader) disarm() {
 	if !cr.armed {
 		return
 	}
-	cr.armed = false // the timer, if it runs, finds it so (watch)
+	cr.armed = false // a background read about to start finds it so
+	cr.conn.srv.disconnects.remove(cr)
 	if !cr.inRead {
 		return
 	}
@@ -859,12 +834,13 @@ func (cr *connReader) disarm() {
 
 var aLongTimeAgo = time.Unix(1, 0)
 
-// backgroundRead runs on the timer's goroutine (watch): it reads one byte. A byte
-// is kept for the next request (a pipelining client); an error means the
-// client is gone, unless disarm interrupted the read.
-func (cr *connReader) backgroundRead() {
+// backgroundRead runs on a goroutine of its own (disconnectWatch.scan)
+// for the handler armed at at: it reads one byte. A byte is kept for the
+// next request (a pipelining client); an error means the client is gone,
+// unless disarm interrupted the read.
+func (cr *connReader) backgroundRead(at int64) {
 	cr.mu.Lock()
-	if !cr.armed || cr.inRead || cr.hasByte || cr.aborted {
+	if !cr.armed || cr.armedAt != at || cr.inRead || cr.hasByte || cr.aborted {
 		cr.mu.Unlock()
 		return
 	}

@@ -99,6 +99,8 @@ type Server struct {
 	open       atomic.Int64 // len(conns), read without mu
 	inShutdown atomic.Bool
 	connsDone  *sync.Cond // signalled when a connection ends
+
+	disconnects disconnectWatch
 }
 
 // Serve accepts connections on ln and serves each on its own goroutine. It
