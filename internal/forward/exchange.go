@@ -43,7 +43,7 @@ type exchange struct {
 // of the response arrived.
 func (x *exchange) run(mayRetry bool) (retry bool) {
 	c := x.c
-	x.f.watch.add(x.ctx, c)
+	x.f.watch.add(x.ctx, c, x.now)
 	x.watched = true
 	werr, lerr := x.send()
 	if lerr != nil {

@@ -8,9 +8,10 @@
 // through the connection's bufio.Writer, parses the response head itself
 // from the connection's bufio.Reader, and copies the body to the
 // http.ResponseWriter. There are no per-connection goroutines, and no
-// per-request timers or context watches: one timer per Forwarder, ticking
+// per-request timers or context watches: one timer per Forwarder, set
 // while requests are in flight, ends the waits of those whose context is
-// done or whose response head is late, up to 50ms late (see watchdog).
+// done or whose response head is late: on time for a deadline, up to 50ms
+// late for a context canceled otherwise (see watchdog).
 // The only other goroutines are the idle-connection sweeper's timer, and
 // one per request whose body is large or of unknown length (so that an
 // upstream answering before it has read the body is not deadlocked).
@@ -39,9 +40,10 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// ResponseHeaderTimeout bounds the wait for the response head, from
 	// when the request has been written. Default 30s. It is enforced,
-	// as the end of the request's context is, by a timer that ticks
-	// every 10ms (every quarter of the timeout when that is shorter)
-	// while requests are in flight: to within a tick.
+	// as the end of the request's context is, by one timer for the
+	// Forwarder (watchdog): deadlines on time, a context canceled
+	// otherwise within 50ms (a quarter of the timeout when that is
+	// shorter).
 	ResponseHeaderTimeout time.Duration
 	// IdleTimeout is how long a pooled connection may stay idle before it
 	// is closed. Default 90s.

@@ -41,9 +41,11 @@ type conn struct {
 	lines     []byte // the last response head's field lines (writeHeaderLines)
 
 	// The watchdog's state, while an exchange is in flight on it.
-	ctx      context.Context // the request's: watched, not used
-	slot     int             // index in watchdog.conns
-	poisoned uint8           // why the watchdog set a past deadline; guarded by its mutex
+	ctx context.Context // the request's: watched, not used
+	// ctxDeadline is ctx's deadline in monoNow's nanoseconds, 0 if none.
+	ctxDeadline int64
+	slot        int   // index in watchdog.conns
+	poisoned    uint8 // why the watchdog set a past deadline; guarded by its mutex
 	// headDeadline is when the response head is due, in monoNow's
 	// nanoseconds: 0 when not awaited, -1 until the request body's
 	// goroutine has written the body.

@@ -626,9 +626,10 @@ type connReader struct {
 	mu   sync.Mutex
 	cond *sync.Cond
 	// The server's disconnect watch starts the background read
-	// DisconnectCheck after armedAt (disconnectWatch); watchSlot is the
-	// connection's place in it, -1 when not in it (under its lock).
-	armedAt   int64 // when the handler was armed (monoNow)
+	// DisconnectCheck after the handler was armed (disconnectWatch);
+	// watchSlot is the connection's place in it, -1 when not in it
+	// (under its lock).
+	arms      uint64 // how many times a handler was armed: the watch's name for this one
 	watchSlot int
 	armed     bool            // a handler is running and the body is read
 	inRead    bool            // a background read is in progress
@@ -807,8 +808,9 @@ func (cr *connReader) arm() {
 	if cr.armed || cr.aborted {
 		return
 	}
-	cr.armed, cr.armedAt = true, monoNow()
-	cr.conn.srv.disconnects.add(cr, cr.armedAt)
+	cr.armed = true
+	cr.arms++
+	cr.conn.srv.disconnects.add(cr, monoNow())
 }
 
 // disarm stops the watch: the handler returned (or hijacks the
@@ -835,12 +837,12 @@ func (cr *connReader) disarm() {
 var aLongTimeAgo = time.Unix(1, 0)
 
 // backgroundRead runs on a goroutine of its own (disconnectWatch.scan)
-// for the handler armed at at: it reads one byte. A byte is kept for the
-// next request (a pipelining client); an error means the client is gone,
-// unless disarm interrupted the read.
-func (cr *connReader) backgroundRead(at int64) {
+// for the handler armed the arm-th time: it reads one byte. A byte is kept
+// for the next request (a pipelining client); an error means the client
+// is gone, unless disarm interrupted the read.
+func (cr *connReader) backgroundRead(arm uint64) {
 	cr.mu.Lock()
-	if !cr.armed || cr.armedAt != at || cr.inRead || cr.hasByte || cr.aborted {
+	if !cr.armed || cr.arms != arm || cr.inRead || cr.hasByte || cr.aborted {
 		cr.mu.Unlock()
 		return
 	}

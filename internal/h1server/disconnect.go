@@ -19,7 +19,11 @@ import (
 // moderate rate, paid those wake-ups on cold caches: at 1 000 requests/s
 // over 16 connections they were half of its timer wake-ups
 // (docs/benchmarks.md). Here a moderate rate costs at most one wake-up
-// each DisconnectCheck, whatever the number of connections.
+// each DisconnectCheck, whatever the number of connections. The price is
+// a lock the whole server shares, taken as each handler is armed and
+// disarmed: a few tens of nanoseconds a request uncontended, more when
+// many cores serve requests at once (the forwarder's watchdog makes the
+// same trade).
 type disconnectWatch struct {
 	mu      sync.Mutex
 	armed   []armedConn // the armed handlers not yet watched
@@ -27,17 +31,19 @@ type disconnectWatch struct {
 	running bool
 }
 
-// An armedConn is a connection whose handler was armed at (monoNow).
+// An armedConn is a connection whose handler was armed at at (monoNow),
+// the arm-th time on that connection.
 type armedConn struct {
-	cr *connReader
-	at int64
+	cr  *connReader
+	at  int64
+	arm uint64
 }
 
 // add watches cr, whose handler was armed at at; cr.mu is held.
 func (w *disconnectWatch) add(cr *connReader, at int64) {
 	w.mu.Lock()
 	cr.watchSlot = len(w.armed)
-	w.armed = append(w.armed, armedConn{cr, at})
+	w.armed = append(w.armed, armedConn{cr, at, cr.arms})
 	if !w.running {
 		w.running = true
 		if w.timer == nil {
@@ -72,7 +78,9 @@ func (w *disconnectWatch) removeAt(i int) {
 
 // scan runs when the timer fires: it starts the background read of every
 // handler armed for DisconnectCheck, and sets the timer again for the
-// earliest of the others, if any.
+// earliest of the others, if any, but no sooner than watchSlack: when
+// most handlers run longer (a slow upstream), one wake-up then serves
+// several.
 func (w *disconnectWatch) scan() {
 	now := monoNow()
 	var due []armedConn
@@ -91,13 +99,17 @@ func (w *disconnectWatch) scan() {
 		due = append(due, a)
 	}
 	if next >= 0 {
-		w.timer.Reset(next)
+		w.timer.Reset(max(next, watchSlack))
 	} else {
 		w.running = false
 	}
 	w.mu.Unlock()
 	for _, a := range due {
 		// A read waits for the client: each on its own goroutine.
-		go a.cr.backgroundRead(a.at)
+		go a.cr.backgroundRead(a.arm)
 	}
 }
+
+// watchSlack is how late a background read may start, for scan to start
+// several at once.
+const watchSlack = DisconnectCheck / 8
