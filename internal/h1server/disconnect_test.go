@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,18 +25,16 @@ func TestDisconnectWatchManyConnections(t *testing.T) {
 	entered := make(chan int, n)
 	got := make(chan verdict, n)
 	s := &Server{ErrorLog: quietLog, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		i := 0
-		for _, c := range strings.TrimPrefix(r.URL.Path, "/long/") {
-			i = i*10 + int(c-'0')
-		}
-		if !strings.HasPrefix(r.URL.Path, "/long/") {
+		num, long := strings.CutPrefix(r.URL.Path, "/long/")
+		if !long {
 			return // a short request: armed and disarmed at once
 		}
+		i, _ := strconv.Atoi(num)
 		entered <- i
 		got <- verdict{i, contextEnd(r)}
 	})}
 	addr, _ := serveKind(t, s, nil)
-	conns := make([]interface{ Close() error }, n)
+	conns := make([]net.Conn, n)
 	for i := range n {
 		c, br := dial(t, addr)
 		conns[i] = c
@@ -47,7 +47,7 @@ func TestDisconnectWatchManyConnections(t *testing.T) {
 		if w := watched(s); w > i {
 			t.Fatalf("%d handlers watched with %d long ones running", w, i)
 		}
-		io.WriteString(c, "GET /long/"+string(rune('0'+i))+" HTTP/1.1\r\nHost: x\r\n\r\n")
+		io.WriteString(c, "GET /long/"+strconv.Itoa(i)+" HTTP/1.1\r\nHost: x\r\n\r\n")
 		wait(t, entered, "a long handler")
 		if i == n/2 {
 			// The later ones are armed a watch period after the first.
