@@ -39,6 +39,10 @@ type conn struct {
 	afterPOST  bool // the last request answered was a POST
 	linger     bool // closing with unread input: give the answer time to arrive before the reset
 
+	// next, when the connection underneath has one, is told before the
+	// wait for a keep-alive client's next request (rawio's AwaitNext).
+	next nextAwaiter
+
 	r  *connReader
 	br *bufio.Reader
 	bw *bufio.Writer
@@ -61,10 +65,31 @@ func newConn(s *Server, rwc net.Conn, base context.Context) *conn {
 	if a := rwc.RemoteAddr(); a != nil {
 		c.remoteAddr = a.String()
 	}
+	c.next = findNextAwaiter(rwc)
 	c.r = &connReader{conn: c, watchSlot: -1}
 	c.r.cond = sync.NewCond(&c.r.mu)
 	c.w.conn = c
 	return c
+}
+
+// A nextAwaiter is told that the next read begins a new request, after an
+// answer (rawio.Conn).
+type nextAwaiter interface{ AwaitNext() }
+
+// findNextAwaiter looks for a nextAwaiter under nc's wrappers (those with
+// an Unwrap method, as the listeners' own).
+func findNextAwaiter(nc net.Conn) nextAwaiter {
+	for range 8 {
+		if a, ok := nc.(nextAwaiter); ok {
+			return a
+		}
+		u, ok := nc.(interface{ Unwrap() net.Conn })
+		if !ok {
+			return nil
+		}
+		nc = u.Unwrap()
+	}
+	return nil
 }
 
 // closeIfIdle closes the connection if it is between requests (Shutdown).
@@ -193,6 +218,12 @@ func (c *conn) serveOne() bool {
 	// keep-alive connection that ends with fewer (no request is that
 	// short) is closed without an answer.
 	if c.served {
+		if waiting && c.next != nil {
+			// The answer is written and nothing of the next request
+			// is buffered: if the last read left the socket empty,
+			// the read waits for the client without trying first.
+			c.next.AwaitNext()
+		}
 		if _, err := c.br.Peek(4); err != nil {
 			return false
 		}

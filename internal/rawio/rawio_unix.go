@@ -21,9 +21,12 @@ package rawio
 
 import (
 	"io"
+	"math"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -45,6 +48,11 @@ type Conn struct {
 	wn     int
 	werr   syscall.Errno
 	writeF func(fd uintptr) bool
+
+	// The held read (held_linux.go), once AwaitNext has turned it on.
+	h      atomic.Pointer[held]
+	noHold bool         // it cannot be turned on
+	rdl    atomic.Int64 // the read deadline (Unix nanoseconds, 0: none), for reads that do not wait
 }
 
 // Wrap returns nc with raw reads and writes (a *Conn) when it is a TCP or
@@ -86,8 +94,42 @@ func (c *Conn) CloseWrite() error {
 	return nil
 }
 
-// Unwrap returns the connection underneath.
-func (c *Conn) Unwrap() net.Conn { return c.Conn }
+// Unwrap returns the connection underneath, to be read directly: the held
+// read, if on, ends.
+func (c *Conn) Unwrap() net.Conn {
+	c.endHeld()
+	return c.Conn
+}
+
+// Close closes the connection (and ends the held read, if on).
+func (c *Conn) Close() error {
+	c.closeHeld()
+	return c.Conn.Close()
+}
+
+// SetDeadline sets the connection's read and write deadlines.
+func (c *Conn) SetDeadline(t time.Time) error {
+	c.noteReadDeadline(t)
+	return c.Conn.SetDeadline(t)
+}
+
+// SetReadDeadline sets the connection's read deadline.
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	c.noteReadDeadline(t)
+	return c.Conn.SetReadDeadline(t)
+}
+
+func (c *Conn) noteReadDeadline(t time.Time) {
+	var d int64
+	switch {
+	case t.IsZero():
+	case t.Year() > 2200: // past what UnixNano holds
+		d = math.MaxInt64
+	default:
+		d = max(t.UnixNano(), 1)
+	}
+	c.rdl.Store(d)
+}
 
 func (c *Conn) readFn(fd uintptr) bool {
 	for {
@@ -131,6 +173,15 @@ func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if h := c.h.Load(); h != nil {
+		return c.readHeld(h, p)
+	}
+	return c.readRaw(p)
+}
+
+// readRaw reads into p, trying the socket first, then waiting in Go's
+// poller until it is readable.
+func (c *Conn) readRaw(p []byte) (int, error) {
 	c.rp, c.rn, c.rerr = p, 0, 0
 	err := c.rc.Read(c.readF)
 	n, e := c.rn, c.rerr
