@@ -193,7 +193,8 @@ func (c *conn) serveOne() bool {
 	} else {
 		c.r.beginHead(0)
 	}
-	if waiting && s.lean() {
+	lean := waiting && s.lean()
+	if lean {
 		// Many connections are open and nothing of this one's next
 		// request has arrived: until its first byte does, it gives its
 		// buffers back to the pools and waits on a one-byte read, as
@@ -218,10 +219,13 @@ func (c *conn) serveOne() bool {
 	// keep-alive connection that ends with fewer (no request is that
 	// short) is closed without an answer.
 	if c.served {
-		if waiting && c.next != nil {
+		if waiting && !lean && c.next != nil {
 			// The answer is written and nothing of the next request
 			// is buffered: if the last read left the socket empty,
 			// the read waits for the client without trying first.
+			// (The first time, this starts the connection's held
+			// read, a goroutine: not while many connections are open,
+			// when an idle one keeps as little as it can.)
 			c.next.AwaitNext()
 		}
 		if _, err := c.br.Peek(4); err != nil {
