@@ -74,12 +74,8 @@ func queued(fd int) int {
 // finReceived reports whether the peer's FIN has arrived on socket fd
 // (TCP_INFO: CLOSE_WAIT).
 func finReceived(fd int) bool {
-	var ti syscall.TCPInfo
-	size := uint32(syscall.SizeofTCPInfo)
-	_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, syscall.TCP_INFO,
-		uintptr(unsafe.Pointer(&ti)), uintptr(unsafe.Pointer(&size)), 0)
 	const tcpCloseWait = 8
-	return e == 0 && ti.State == tcpCloseWait
+	return tcpState(fd) == tcpCloseWait
 }
 
 // TestHeldReadExchanges: request after request, each read after an answer
@@ -237,3 +233,127 @@ func expectEnd(t *testing.T, peer net.Conn) {
 		t.Fatalf("the peer read %d, %v, want io.EOF", n, err)
 	}
 }
+
+// TestHeldReadSeesResetWithLastBytes: a reset that arrives with the last
+// bytes is not in TCP_INQ's count, and no write has failed on it since:
+// the read after them tries the socket, and reports the reset.
+func TestHeldReadSeesResetWithLastBytes(t *testing.T) {
+	c, peer := heldPair(t)
+	peer.Write([]byte("last"))
+	until(t, c, func(fd int) bool { return queued(fd) == 4 })
+	peer.(*net.TCPConn).SetLinger(0)
+	peer.Close() // a reset
+	until(t, c, func(fd int) bool { return tcpState(fd) == tcpClose })
+	c.AwaitNext()
+	c.SetReadDeadline(time.Now().Add(guard))
+	buf := make([]byte, 64)
+	if n, err := c.Read(buf); err != nil || string(buf[:n]) != "last" {
+		// Some kernels drop what was unread with the reset: then the
+		// reset is what this read reports.
+		if !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("last bytes: %q, %v", buf[:n], err)
+		}
+		return
+	}
+	c.AwaitNext()
+	if _, err := c.Read(buf); !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("after the last bytes: %v, want the reset (ECONNRESET) at once", err)
+	}
+}
+
+// TestHeldReadCloseBeforeItBegins: a Close that begins before the held
+// read is made (Shutdown closing an idle connection as its next request
+// begins) still ends it: it never begins, and the close completes.
+func TestHeldReadCloseBeforeItBegins(t *testing.T) {
+	nc, peer := pair(t)
+	c := nc.(*Conn)
+	peer.Write([]byte("req"))
+	c.closed.Store(true) // Close, up to its look for a held read
+	c.closeHeld()
+	c.AwaitNext()
+	if c.h.Load() == nil {
+		t.Skip("no TCP_INQ on this kernel")
+	}
+	if _, err := c.Read(make([]byte, 8)); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read: %v, want net.ErrClosed", err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Conn.Close() }() // the rest of Close
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(guard):
+		t.Fatal("Close waits for a held read that should never have begun")
+	}
+	// The request was never read, so the close is a reset.
+	peer.SetReadDeadline(time.Now().Add(guard))
+	if _, err := peer.Read(make([]byte, 8)); err != io.EOF && !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("the peer read %v, want the connection's end", err)
+	}
+}
+
+// TestHeldReadUnwrapWhileReading: Unwrap while a Read waits leaves that
+// Read to end the held read (the coroutine is resumed by one goroutine at
+// a time); the Read completes from the connection underneath, which is
+// then read directly.
+func TestHeldReadUnwrapWhileReading(t *testing.T) {
+	c, peer := heldPair(t)
+	got := make(chan string, 1)
+	go func() {
+		c.AwaitNext()
+		buf := make([]byte, 8)
+		n, err := c.Read(buf)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(buf[:n])
+	}()
+	for !waitingOnHeld(c) {
+		time.Sleep(time.Millisecond)
+	}
+	u := c.Unwrap()
+	peer.Write([]byte("x"))
+	if s := <-got; s != "x" {
+		t.Fatalf("the waiting read: %q, want %q", s, "x")
+	}
+	peer.Write([]byte("y"))
+	if s := readString(t, u, 1); s != "y" {
+		t.Fatalf("read underneath: %q", s)
+	}
+}
+
+// TestHeldReadCloseAfterUnwrap: a Read after Unwrap waits in Go's poller
+// as before the held read, and a Close ends it.
+func TestHeldReadCloseAfterUnwrap(t *testing.T) {
+	c, _ := heldPair(t)
+	c.Unwrap()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 8))
+		errc <- err
+	}()
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case <-closed:
+	case <-time.After(guard):
+		t.Fatal("Close waits behind a Read")
+	}
+	if err := <-errc; !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("the read: %v, want net.ErrClosed", err)
+	}
+}
+
+// tcpState is socket fd's TCP state (TCP_INFO).
+func tcpState(fd int) uint8 {
+	var ti syscall.TCPInfo
+	size := uint32(syscall.SizeofTCPInfo)
+	syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, syscall.TCP_INFO,
+		uintptr(unsafe.Pointer(&ti)), uintptr(unsafe.Pointer(&size)), 0)
+	return ti.State
+}
+
+const tcpClose = 7

@@ -21,7 +21,6 @@ package rawio
 
 import (
 	"io"
-	"math"
 	"net"
 	"os"
 	"sync/atomic"
@@ -51,9 +50,16 @@ type Conn struct {
 
 	// The held read (held_linux.go), once AwaitNext has turned it on.
 	h      atomic.Pointer[held]
-	noHold bool         // it cannot be turned on
-	rdl    atomic.Int64 // the read deadline (Unix nanoseconds, 0: none), for reads that do not wait
+	noHold bool          // it cannot be turned on
+	closed atomic.Bool   // Close has begun
+	writes atomic.Uint64 // writes that succeeded, for the held read
+	// The read deadline for reads that do not wait, as Go's poller keeps
+	// it: on the monotonic clock, as the time since clockBase (0: none).
+	rdl atomic.Int64
 }
+
+// clockBase is where Conn.rdl counts from.
+var clockBase = time.Now()
 
 // Wrap returns nc with raw reads and writes (a *Conn) when it is a TCP or
 // Unix connection, and nc itself otherwise.
@@ -103,6 +109,7 @@ func (c *Conn) Unwrap() net.Conn {
 
 // Close closes the connection (and ends the held read, if on).
 func (c *Conn) Close() error {
+	c.closed.Store(true)
 	c.closeHeld()
 	return c.Conn.Close()
 }
@@ -121,14 +128,18 @@ func (c *Conn) SetReadDeadline(t time.Time) error {
 
 func (c *Conn) noteReadDeadline(t time.Time) {
 	var d int64
-	switch {
-	case t.IsZero():
-	case t.Year() > 2200: // past what UnixNano holds
-		d = math.MaxInt64
-	default:
-		d = max(t.UnixNano(), 1)
+	if !t.IsZero() {
+		if d = int64(t.Sub(clockBase)); d == 0 { // (Sub saturates)
+			d = -1 // the same moment, for the reads: passed
+		}
 	}
 	c.rdl.Store(d)
+}
+
+// pastReadDeadline reports whether the read deadline has passed.
+func (c *Conn) pastReadDeadline() bool {
+	d := c.rdl.Load()
+	return d != 0 && int64(time.Since(clockBase)) >= d
 }
 
 func (c *Conn) readFn(fd uintptr) bool {
@@ -213,6 +224,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 	case e != 0:
 		return n, c.opError("write", os.NewSyscallError("write", e))
 	}
+	c.writes.Add(1)
 	return n, nil
 }
 
