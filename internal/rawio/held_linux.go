@@ -35,9 +35,10 @@ import (
 // that came with the last bytes fails the write after them, so a read
 // waits without trying only after a write that succeeded.
 //
-// Measured on the gateway (GOMAXPROCS=1, MaveDB's rules, wrk -c32, five
-// alternating rounds): 1.1 fewer reads a request, +8 % throughput, -6 %
-// CPU a request (docs/benchmarks.md).
+// Measured on the gateway (GOMAXPROCS=1, MaveDB's rules, wrk -c32, six
+// alternating rounds against the build without it, medians): one read a
+// request fewer, +6 % throughput, -6 % CPU a request (docs/benchmarks.md,
+// "The read before the next request").
 type held struct {
 	mu      sync.Mutex
 	next    func() (error, bool)
