@@ -173,15 +173,17 @@ func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
 		t.Errorf("after raising the limit by editing the file: %d, want 200", code)
 	}
 
-	// An invalid file is rejected and logged; the running rules stay.
-	g.write(opsYAML(up.URL, "five/1h"))
+	// An invalid file is rejected and logged with every problem, the
+	// parser's (an unknown key) and the compiler's (a limit) alike; the
+	// running rules stay.
+	g.write(opsYAML(up.URL, "five/1h") + "bogus_key: 1\n")
 	g.waitMetric(reloadFailed, 1)
 	if code := g.status("/a"); code != 200 {
 		t.Errorf("after an invalid file: %d, want 200 (the previous rules)", code)
 	}
 	if !strings.Contains(g.stderr.String(), "configuration rejected: the previous configuration keeps running") ||
-		!strings.Contains(g.stderr.String(), "five/1h") {
-		t.Errorf("the rejection is not logged with its reason:\n%s", g.stderr.String())
+		!strings.Contains(g.stderr.String(), "five/1h") || !strings.Contains(g.stderr.String(), "bogus_key") {
+		t.Errorf("the rejection is not logged with every reason:\n%s", g.stderr.String())
 	}
 
 	// SIGHUP reloads too (the watcher is off here, so only SIGHUP can).

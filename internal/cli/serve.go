@@ -89,7 +89,10 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		return err
 	}
 	if len(problems) > 0 {
-		fmt.Fprintln(env.stderr, problems.Error())
+		// What only compiling finds too: every problem at once, as
+		// validate prints them.
+		_, more := compileCheck(f)
+		reportProblems(env.stderr, sf.file, dedupe(append(problems, more...)))
 		return errReported
 	}
 	c := &f.Config
@@ -114,7 +117,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	}
 	srv, problems := gateway.NewServer(f, data, opts)
 	if len(problems) > 0 {
-		fmt.Fprintln(env.stderr, dedupe(problems).Error())
+		reportProblems(env.stderr, sf.file, dedupe(problems))
 		return errReported
 	}
 	// The log's first line once the configuration is known good: a
@@ -400,6 +403,10 @@ func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, e
 // keeps the running configuration.
 func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metrics, logger *slog.Logger, reason string) {
 	f, data, problems, err := sf.load(env)
+	if err == nil && len(problems) > 0 {
+		_, more := compileCheck(f) // every problem in one record
+		problems = append(problems, more...)
+	}
 	if err == nil && len(problems) == 0 {
 		var ignored []string
 		old := srv.Current().Config()

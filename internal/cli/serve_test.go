@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/testnet"
+	"github.com/google/go-cmp/cmp"
 )
 
 // waitFor polls url until it answers, for at most a generous bound: it
@@ -80,9 +81,15 @@ func TestServeQuickStart(t *testing.T) {
 }
 
 func TestServeRefusesInvalidConfig(t *testing.T) {
+	// Every problem, as validate prints them: the file's unknown key and
+	// what only compiling finds (a condition, a limit) alike.
 	code, _, stderr := run(t, nil, "serve", "--config", "testdata/invalid.yaml")
-	if code != 1 || !strings.Contains(stderr, "retry_afer") {
-		t.Errorf("serve on an invalid file: code %d, stderr %q", code, stderr)
+	if code != 1 {
+		t.Errorf("serve on an invalid file: code %d, want 1", code)
+	}
+	_, _, want := run(t, nil, "validate", "--config", "testdata/invalid.yaml")
+	if diff := cmp.Diff(want, stderr); diff != "" || !strings.Contains(stderr, ": 3 problems") {
+		t.Errorf("serve's report differs from validate's (-validate +serve):\n%s", diff)
 	}
 }
 

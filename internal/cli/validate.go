@@ -55,16 +55,9 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 	// one, filled in below, is no choice of the operator's.
 	headerNamed := f.Config.ClientIP.Header != ""
 	f.Config.ApplyDefaults()
-	g, problems := gateway.New(f, gateway.Options{
-		Store:   memory.New(memory.Options{MaxKeys: f.Config.Store.MaxKeys}),
-		Metrics: telemetry.NewMetrics("validate"),
-		Logger:  slog.New(slog.DiscardHandler),
-	})
-	problems = append(loadProblems, problems...)
-	if len(problems) > 0 {
-		problems = dedupe(problems)
-		fmt.Fprintln(env.stderr, problems.Error())
-		fmt.Fprintf(env.stderr, "%s: %d problem%s\n", file, len(problems), plural(len(problems)))
+	g, problems := compileCheck(f)
+	if problems = dedupe(append(loadProblems, problems...)); len(problems) > 0 {
+		reportProblems(env.stderr, file, problems)
 		return nil, nil, errReported
 	}
 	if o, err := gateway.ClientIPOptions(&f.Config); err == nil {
@@ -79,6 +72,23 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 }
 
 // dedupe drops repeated problems (a field reported by two stages).
+// compileCheck compiles f, defaults applied, as serve would but against a
+// store of its own, so that the problems only compiling finds (conditions,
+// limits, keys) are found in a file that also has others.
+func compileCheck(f *config.File) (*gateway.Gateway, config.Problems) {
+	return gateway.New(f, gateway.Options{
+		Store:   memory.New(memory.Options{MaxKeys: f.Config.Store.MaxKeys}),
+		Metrics: telemetry.NewMetrics("validate"),
+		Logger:  slog.New(slog.DiscardHandler),
+	})
+}
+
+// reportProblems prints every problem of file, one a line, then their count.
+func reportProblems(w io.Writer, file string, problems config.Problems) {
+	fmt.Fprintln(w, problems.Error())
+	fmt.Fprintf(w, "%s: %d problem%s\n", file, len(problems), plural(len(problems)))
+}
+
 func dedupe(ps config.Problems) config.Problems {
 	seen := map[string]bool{}
 	out := ps[:0]
