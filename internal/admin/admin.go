@@ -11,15 +11,18 @@
 package admin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -218,9 +221,9 @@ func (a *api) putMode(w http.ResponseWriter, r *http.Request) {
 
 // ExplainRequest is the body of POST /admin/explain.
 type ExplainRequest struct {
-	Method  string            `json:"method"`
-	Path    string            `json:"path"` // may carry a query string
-	Headers map[string]string `json:"headers"`
+	Method  string         `json:"method"`
+	Path    string         `json:"path"` // may carry a query string
+	Headers ExplainHeaders `json:"headers"`
 	// IP is the address the request comes from (the peer). Default
 	// 192.0.2.1.
 	IP string `json:"ip"`
@@ -242,6 +245,43 @@ func (a *api) explain(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, a.s.Current().Explain(r.Context(), req))
 }
 
+// ExplainHeaders are the request's header fields by name: in JSON a
+// string, or a list of strings for a field the request repeats
+// ({"Accept": "*/*", "X-Api-Key": ["a", "b"]}), which the rules see
+// joined with ", " as they do a real request's.
+type ExplainHeaders map[string][]string
+
+// UnmarshalJSON accepts a string or a list of strings for each name.
+func (h *ExplainHeaders) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	out := make(ExplainHeaders, len(raw))
+	for name, v := range raw {
+		values := []json.RawMessage{v}
+		if bytes.HasPrefix(bytes.TrimSpace(v), []byte("[")) {
+			values = nil
+			if err := json.Unmarshal(v, &values); err != nil {
+				return fmt.Errorf("headers[%q]: %w", name, err)
+			}
+		}
+		for _, rv := range values {
+			// null would decode as "": a field the body does not give.
+			var s string
+			if bytes.Equal(bytes.TrimSpace(rv), []byte("null")) || json.Unmarshal(rv, &s) != nil {
+				return fmt.Errorf("headers[%q]: want a string or a list of strings", name)
+			}
+			out[name] = append(out[name], s)
+		}
+		if out[name] == nil {
+			out[name] = []string{}
+		}
+	}
+	*h = out
+	return nil
+}
+
 // Build turns the description into the request the gateway would see.
 func (er ExplainRequest) Build() (*http.Request, error) {
 	if er.Method == "" {
@@ -254,12 +294,20 @@ func (er ExplainRequest) Build() (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid request: %w", err)
 	}
-	for k, v := range er.Headers {
+	// Names in order, so that two spellings of one name ("x-a", "X-A")
+	// add their values the same way each time.
+	for _, k := range slices.Sorted(maps.Keys(er.Headers)) {
+		vs := er.Headers[k]
 		if strings.EqualFold(k, "Host") {
-			req.Host = v
+			if len(vs) != 1 || req.Host != "floodgate.invalid" {
+				return nil, errors.New("a request has one Host")
+			}
+			req.Host = vs[0]
 			continue
 		}
-		req.Header.Set(k, v)
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	ip := er.IP
 	if ip == "" {

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,27 @@ func TestDiffUsage(t *testing.T) {
 	}
 	if code, _, stderr := run(t, nil, "diff", "--config", "../../examples/mavedb.yaml", "staging", "nope"); code != 1 || !strings.Contains(stderr, "nope") {
 		t.Errorf("unknown environment: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestExplainRepeatedHeader(t *testing.T) {
+	// Two -H of one name are one field given twice, which the rules see
+	// joined with ", ", as they see a real request's.
+	file := filepath.Join(t.TempDir(), "keys.yaml")
+	if err := os.WriteFile(file, []byte(`
+upstreams: {api: {url: "http://127.0.0.1:9"}}
+rules:
+  - {name: two-keys, when: "request.headers['x-api-key'] == 'a, b'", limits: [1/1m]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, nil, "explain", "--config", file, "--json", "GET", "/", "-H", "X-Api-Key: a", "-H", "x-api-key: b")
+	if code != 0 || !strings.Contains(stdout, `"decision": "allowed"`) {
+		t.Errorf("exit %d, the rule does not match both values:\n%s%s", code, stdout, stderr)
+	}
+	_, stdout, _ = run(t, nil, "explain", "--config", file, "--json", "GET", "/", "-H", "X-Api-Key: b")
+	if strings.Contains(stdout, `"decision": "allowed"`) {
+		t.Errorf("one value matches the rule for two:\n%s", stdout)
 	}
 }
 

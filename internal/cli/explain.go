@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/textproto"
 	"strings"
 
 	"github.com/floodgate/floodgate/internal/admin"
@@ -18,8 +19,9 @@ func init() {
 	register("explain", 30, "--config FILE [--env NAME] METHOD PATH [-H 'Name: value']… [--ip ADDR] [--json]", runExplain)
 }
 
-// headerFlags collects repeated -H 'Name: value' flags.
-type headerFlags map[string]string
+// headerFlags collects repeated -H 'Name: value' flags; a name given
+// twice is a field the request repeats, in the order given.
+type headerFlags admin.ExplainHeaders
 
 func (h headerFlags) String() string { return "" }
 
@@ -28,7 +30,8 @@ func (h headerFlags) Set(s string) error {
 	if !ok || strings.TrimSpace(name) == "" {
 		return fmt.Errorf("header %q is not 'Name: value'", s)
 	}
-	h[strings.TrimSpace(name)] = strings.TrimSpace(value)
+	name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+	h[name] = append(h[name], strings.TrimSpace(value))
 	return nil
 }
 
@@ -53,7 +56,7 @@ func runExplain(ctx context.Context, env environ, args []string) error {
 	if len(pos) != 2 {
 		return usageError{errors.New("want METHOD and PATH, such as: GET /api/v1/score-sets/urn:mavedb:1/scores")}
 	}
-	req, err := admin.ExplainRequest{Method: pos[0], Path: pos[1], Headers: headers, IP: *ip}.Build()
+	req, err := admin.ExplainRequest{Method: pos[0], Path: pos[1], Headers: admin.ExplainHeaders(headers), IP: *ip}.Build()
 	if err != nil {
 		return usageError{err}
 	}

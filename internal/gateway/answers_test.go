@@ -36,7 +36,7 @@ func loggedRetry(t *testing.T, h *harness, rule, decision string) float64 {
 // explained returns what explain says of rule for a request from ip.
 func explained(t *testing.T, h *harness, path, ip, rule string) gateway.ExplainedRule {
 	t.Helper()
-	req, err := admin.ExplainRequest{Method: "GET", Path: path, Headers: map[string]string{"X-Forwarded-For": ip}, IP: "127.0.0.1"}.Build()
+	req, err := admin.ExplainRequest{Method: "GET", Path: path, Headers: admin.ExplainHeaders{"X-Forwarded-For": {ip}}, IP: "127.0.0.1"}.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
