@@ -150,9 +150,15 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
-		if !bearerMatches(r.Header["Authorization"], token) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="floodgate admin"`)
-			problem(w, http.StatusUnauthorized, "an Authorization: Bearer header with the admin token is required")
+		if sent := r.Header["Authorization"]; !bearerMatches(sent, token) {
+			if len(sent) == 0 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="floodgate admin"`)
+				problem(w, http.StatusUnauthorized, "an Authorization: Bearer header with the admin token is required")
+				return
+			}
+			// RFC 6750 section 3.1: a token was sent, and it is not the one.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="floodgate admin", error="invalid_token"`)
+			problem(w, http.StatusUnauthorized, "the Authorization header does not carry the admin token (a Bearer token, as admin.token sets it)")
 			return
 		}
 		h(w, r)

@@ -96,6 +96,24 @@ func TestAuth(t *testing.T) {
 	}
 }
 
+func TestUnauthorizedSaysWhy(t *testing.T) {
+	// Missing and wrong credentials are told apart (RFC 6750 section 3.1),
+	// and neither answer echoes what was sent.
+	h, _ := newAdmin(t, withToken, nil)
+	w := do(h, "GET", "/admin/config", "", "", "")
+	if got := w.Header().Get("WWW-Authenticate"); w.Code != 401 || got != `Bearer realm="floodgate admin"` ||
+		!strings.Contains(w.Body.String(), "header with the admin token is required") {
+		t.Errorf("no credentials: %d, WWW-Authenticate %q, %s", w.Code, got, w.Body)
+	}
+	for _, auth := range []string{"Bearer wrongwrongwrongwrong", "Basic " + token, "Bearer"} {
+		w := do(h, "GET", "/admin/config", auth, "", "")
+		if got := w.Header().Get("WWW-Authenticate"); w.Code != 401 || got != `Bearer realm="floodgate admin", error="invalid_token"` ||
+			!strings.Contains(w.Body.String(), "does not carry the admin token") || strings.Contains(w.Body.String(), "wrongwrong") {
+			t.Errorf("%q: %d, WWW-Authenticate %q, %s", auth, w.Code, got, w.Body)
+		}
+	}
+}
+
 func TestNoTokenMeansLoopbackOnly(t *testing.T) {
 	h, _ := newAdmin(t, `upstreams: {api: {url: "http://127.0.0.1:8081"}}`, nil)
 	if w := do(h, "GET", "/admin/mode", "", "", "127.0.0.1:5000"); w.Code != 200 {

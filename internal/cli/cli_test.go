@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -137,6 +138,43 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("floodgate %s: exit code %d, want %d", strings.Join(tc.args, " "), code, tc.want)
 			}
 		})
+	}
+}
+
+// TestHelpNamesEveryFlag: the overview `floodgate --help` prints names
+// every flag of every command, as the command's own -h lists them (a
+// short alias counts when its long form is named).
+func TestHelpNamesEveryFlag(t *testing.T) {
+	_, stdout, stderr := run(t, nil, "--help")
+	overview := stdout + stderr
+	commands := regexp.MustCompile(`(?m)^  floodgate ([a-z-]+)(.*)$`).FindAllStringSubmatch(overview, -1)
+	if len(commands) < 5 {
+		t.Fatalf("the overview lists %d commands:\n%s", len(commands), overview)
+	}
+	flagLine := regexp.MustCompile(`(?m)^  -([a-z][a-z0-9-]*)[^\n]*\n\s+(.*)$`)
+	for _, c := range commands {
+		name, line := c[1], c[2]
+		_, out, errOut := run(t, nil, name, "-h")
+		// Each flag with its short alias, if it has one: either names it.
+		forms := map[string][]string{}
+		for _, f := range flagLine.FindAllStringSubmatch(out+errOut, -1) {
+			flag, usage := f[1], f[2]
+			if long, ok := strings.CutPrefix(usage, "short for --"); ok {
+				long = strings.Fields(long)[0]
+				forms[long] = append(forms[long], flag)
+				continue
+			}
+			forms[flag] = append(forms[flag], flag)
+		}
+		for flag, names := range forms {
+			named := false
+			for _, n := range names {
+				named = named || regexp.MustCompile(`(^|[ \[])-{1,2}`+regexp.QuoteMeta(n)+`\b`).MatchString(line)
+			}
+			if !named {
+				t.Errorf("floodgate --help: %s's line does not name --%s:\n  %s", name, flag, line)
+			}
+		}
 	}
 }
 

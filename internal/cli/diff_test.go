@@ -103,3 +103,32 @@ func TestExplainGPTBot(t *testing.T) {
 		t.Errorf("explain printed the client address:\n%s", stdout)
 	}
 }
+
+// TestDiffWithTheDocumentedStandIns runs the CI parity check of
+// docs/operations.md as written: its stand-in for every secret passes the
+// same checks as a secret, so Openverse's environments compare equal.
+func TestDiffWithTheDocumentedStandIns(t *testing.T) {
+	data, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "\nS=")
+	if !ok {
+		t.Fatal("docs/operations.md shows no S=… stand-in")
+	}
+	lines := strings.SplitN(after, "\n", 3)
+	standIn := lines[0]
+	vars := map[string]string{}
+	for _, w := range strings.Fields(lines[1]) {
+		if name, ok := strings.CutSuffix(w, "=$S"); ok {
+			vars[name] = standIn
+		}
+	}
+	if len(vars) != 4 {
+		t.Fatalf("want the four variables of examples/openverse.yaml set to the stand-in, got %v", vars)
+	}
+	code, stdout, stderr := run(t, vars, "diff", "--config", "../../examples/openverse.yaml", "staging", "production")
+	if code != 0 || !strings.Contains(stdout, "identical") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}

@@ -32,7 +32,7 @@ import (
 )
 
 func init() {
-	register("serve", 10, "--config FILE [--env NAME] [--store URL] [--listen ADDR] [--admin-listen ADDR] [--no-watch] [--sample-upstream]", runServe)
+	register("serve", 10, "--config FILE [--env NAME] [--store URL] [--listen ADDR] [--admin-listen ADDR] [--internal-listen ADDR] [--no-watch] [--sample-upstream]", runServe)
 }
 
 // serveFlags are the command-line settings that override the file's, on
