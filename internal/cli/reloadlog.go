@@ -16,7 +16,8 @@ type ruleChanges struct {
 // those of the one being applied (next): rules added, removed, and those
 // whose limits, condition, key, action or algorithm changed.
 func diffRules(old, next *config.Config) ruleChanges {
-	var c ruleChanges
+	// Empty lists, not nil ones: the log's JSON says [] rather than null.
+	c := ruleChanges{added: []string{}, removed: []string{}, changed: []string{}}
 	before := make(map[string]*config.Rule, len(old.Rules))
 	for i := range old.Rules {
 		before[old.Rules[i].Name] = &old.Rules[i]

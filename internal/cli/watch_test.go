@@ -168,6 +168,10 @@ func TestReloadLogsRuleChanges(t *testing.T) {
 	if changed == nil || fmt.Sprint(changed["rules_changed"]) != "[csv]" || changed["level"] != "INFO" {
 		t.Errorf("the reload that changed csv's limit logged %v", changed)
 	}
+	// What none was is an empty list, as JSON readers expect, not null.
+	if added, ok := changed["rules_added"].([]any); !ok || len(added) != 0 {
+		t.Errorf("rules_added of a reload that added none: %#v, want []", changed["rules_added"])
+	}
 	if removed == nil || fmt.Sprint(removed["rules_removed"]) != "[csv bulk]" || removed["level"] != "WARN" {
 		t.Errorf("the reload that removed csv and bulk logged %v; log:\n%s", removed, g.stderr.String())
 	}

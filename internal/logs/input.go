@@ -1,8 +1,10 @@
 package logs
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 )
 
@@ -48,7 +50,7 @@ func ReadFiles(names []string, o ReadOptions, fn func(*Record)) ([]File, error) 
 		}
 		st, err := os.Stat(n)
 		if err != nil {
-			return nil, fmt.Errorf("read %w", err)
+			return nil, readError(n, err)
 		}
 		total += st.Size()
 	}
@@ -67,6 +69,16 @@ func ReadFiles(names []string, o ReadOptions, fn func(*Record)) ([]File, error) 
 	return files, nil
 }
 
+// readError says which file could not be read and why, without the
+// system call's name an os.PathError carries ("read stat x.log: …").
+func readError(name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("read %s: %w", name, err)
+}
+
 func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total int64) (File, error) {
 	res := File{Name: name}
 	var src io.Reader
@@ -78,7 +90,7 @@ func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total i
 	} else {
 		fh, err := os.Open(name)
 		if err != nil {
-			return res, fmt.Errorf("read %w", err)
+			return res, readError(name, err)
 		}
 		defer fh.Close()
 		src = fh

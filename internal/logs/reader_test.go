@@ -421,8 +421,9 @@ func TestReadFilesStdinAndMissing(t *testing.T) {
 	if err != nil || n != 1 || files[0].Name != "-" {
 		t.Errorf("ReadFiles(-) = %+v, %v with %d records", files, err, n)
 	}
-	if _, err := ReadFiles([]string{"testdata/does-not-exist.log"}, ReadOptions{}, func(*Record) {}); err == nil {
-		t.Error("missing file: no error")
+	_, err = ReadFiles([]string{"testdata/does-not-exist.log"}, ReadOptions{}, func(*Record) {})
+	if want := "read testdata/does-not-exist.log: no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("missing file: %v, want %q (the file and why, not the system call)", err, want)
 	}
 	var calls int
 	_, err = ReadFiles([]string{"testdata/elastic_excerpt.log"}, ReadOptions{Progress: func(done, total int64) {

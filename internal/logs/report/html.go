@@ -110,8 +110,8 @@ func i64(n int64) string { return num(n) }
 func itoa(n int) string  { return num(int64(n)) }
 
 func summaryLines(lines, parsed, unparsed, requests int64, clients int, from, to string) []string {
-	s := []string{fmt.Sprintf("%s lines read: %s parsed, %s not parsed (skipped). %s requests from %s clients.",
-		i64(lines), i64(parsed), i64(unparsed), i64(requests), itoa(clients))}
+	s := []string{fmt.Sprintf("%s lines read: %s parsed, %s not parsed (skipped). %s %s from %s %s.",
+		i64(lines), i64(parsed), i64(unparsed), i64(requests), plural(requests, "request"), itoa(clients), plural(int64(clients), "client"))}
 	if from != "" {
 		s = append(s, fmt.Sprintf("First request %s, last %s (UTC).", from, to))
 	}

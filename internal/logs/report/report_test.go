@@ -125,6 +125,23 @@ func checkPage(t *testing.T, page string, figures int) {
 	}
 }
 
+func TestSummaryCountsInWords(t *testing.T) {
+	// One request from one client is said so, in the table and the page.
+	var b bytes.Buffer
+	header(&b, "baseline", logs.Counts{Lines: 1, Parsed: 1}, 1, 1, "", "", nil)
+	if got := b.String(); !strings.Contains(got, "; 1 request from 1 client\n") {
+		t.Errorf("table summary %q", got)
+	}
+	if got := summaryLines(1, 1, 0, 1, 1, "", "")[0]; !strings.HasSuffix(got, " 1 request from 1 client.") {
+		t.Errorf("page summary %q", got)
+	}
+	b.Reset()
+	header(&b, "baseline", logs.Counts{Lines: 2, Parsed: 2}, 2, 2, "", "", nil)
+	if got := b.String(); !strings.Contains(got, "; 2 requests from 2 clients\n") {
+		t.Errorf("table summary %q", got)
+	}
+}
+
 func TestBaselineHTML(t *testing.T) {
 	var buf bytes.Buffer
 	if err := BaselineHTML(&buf, baselineResult(t)); err != nil {

@@ -27,8 +27,8 @@ func newTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0,
 
 // header writes the summary line and one line per file.
 func header(w io.Writer, title string, c logs.Counts, requests int64, clients int, from, to string, files []logs.File) {
-	fmt.Fprintf(w, "%s: %s lines, %s parsed, %s unparsed; %s requests from %s clients",
-		title, num(c.Lines), num(c.Parsed), num(c.Unparsed), num(requests), num(int64(clients)))
+	fmt.Fprintf(w, "%s: %s lines, %s parsed, %s unparsed; %s %s from %s %s",
+		title, num(c.Lines), num(c.Parsed), num(c.Unparsed), num(requests), plural(requests, "request"), num(int64(clients)), plural(int64(clients), "client"))
 	if from != "" {
 		fmt.Fprintf(w, ", %s to %s", from, to)
 	}
@@ -40,6 +40,14 @@ func header(w io.Writer, title string, c logs.Counts, requests int64, clients in
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// plural is noun, with an s unless n is 1.
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
 }
 
 // num formats n with thin groups of three digits: 1,234,567.
