@@ -96,7 +96,7 @@ func ParseKey(s string) (KeyPart, error) {
 			return KeyPart{}, fmt.Errorf("key %q needs an argument: %s:NAME", s, kind)
 		case k == KeyHeader:
 			if !isToken(arg) {
-				return KeyPart{}, fmt.Errorf("key %q: %q is not a header name", s, arg)
+				return KeyPart{}, fmt.Errorf("key %q: %q is not a header name%s", s, arg, spaceHint(kind, arg))
 			}
 			arg = textproto.CanonicalMIMEHeaderKey(arg)
 		case k == KeyQuery:
@@ -467,6 +467,15 @@ func CostForms() []string {
 
 // ParseCost parses a rule's cost: requests, upstream_seconds,
 // response_bytes or header:NAME (the header name is canonicalised).
+// spaceHint is what to write instead of prefix:name when only the
+// blanks around name keep it from being a header name ("header: X-A").
+func spaceHint(prefix, name string) string {
+	if t := strings.TrimSpace(name); t != name && isToken(t) {
+		return fmt.Sprintf(": write it without blanks, %q", prefix+":"+t)
+	}
+	return ""
+}
+
 func ParseCost(s string) (kind, header string, err error) {
 	switch s {
 	case "", CostRequests:
@@ -476,7 +485,7 @@ func ParseCost(s string) (kind, header string, err error) {
 	}
 	if name, ok := strings.CutPrefix(s, CostHeader+":"); ok {
 		if !isToken(name) {
-			return "", "", fmt.Errorf("cost %q: %q is not a header name", s, name)
+			return "", "", fmt.Errorf("cost %q: %q is not a header name%s", s, name, spaceHint(CostHeader, name))
 		}
 		return CostHeader, textproto.CanonicalMIMEHeaderKey(name), nil
 	}

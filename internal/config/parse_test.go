@@ -34,6 +34,9 @@ func TestParseKey(t *testing.T) {
 		{in: "header", wantErr: `key "header" needs an argument: header:NAME`},
 		{in: "header:", wantErr: `key "header:": "" is not a header name`},
 		{in: "header:a b", wantErr: `key "header:a b": "a b" is not a header name`},
+		{in: "header: X-A", wantErr: `key "header: X-A": " X-A" is not a header name: write it without blanks, "header:X-A"`},
+		{in: "header:X-A\t", wantErr: `key "header:X-A\t": "X-A\t" is not a header name: write it without blanks, "header:X-A"`},
+		{in: "header: ", wantErr: `key "header: ": " " is not a header name`},
 		{in: "query:", wantErr: `key "query:": "" is not a query parameter name`},
 		{in: "query:a\x00", wantErr: `key "query:a\x00": "a\x00" is not a query parameter name`},
 		{in: "expr: ", wantErr: `key "expr: ": the expression is empty`},
@@ -264,4 +267,25 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+func TestParseCost(t *testing.T) {
+	for _, tt := range []struct {
+		in, kind, header, wantErr string
+	}{
+		{in: "", kind: CostRequests},
+		{in: "requests", kind: CostRequests},
+		{in: "upstream_seconds", kind: CostUpstreamSeconds},
+		{in: "response_bytes", kind: CostResponseBytes},
+		{in: "header:x-cost", kind: CostHeader, header: "X-Cost"},
+		{in: "header:", wantErr: `cost "header:": "" is not a header name`},
+		{in: "header: X-Cost", wantErr: `cost "header: X-Cost": " X-Cost" is not a header name: write it without blanks, "header:X-Cost"`},
+		{in: "header:X\x00", wantErr: `cost "header:X\x00": "X\x00" is not a header name`},
+		{in: "Requests", wantErr: `unknown cost "Requests"`},
+	} {
+		kind, header, err := ParseCost(tt.in)
+		if gotErr := errString(err); gotErr != tt.wantErr || kind != tt.kind || header != tt.header {
+			t.Errorf("ParseCost(%q) = %q, %q, %q; want %q, %q, %q", tt.in, kind, header, gotErr, tt.kind, tt.header, tt.wantErr)
+		}
+	}
 }
