@@ -127,6 +127,9 @@ type routeSettings struct {
 	// whole before forwarding (request_buffering: on).
 	maxBody int64
 	buffer  bool
+	// overMax answers a value over a query parameter's cap (query.max),
+	// naming the parameter and its range, by parameter.
+	overMax map[string]*respond.Rule
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -303,6 +306,16 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		}
 		if rc.RetryAfter != "" {
 			rs.retryAfter, _ = config.ParseRetryAfter(rc.RetryAfter)
+		}
+		if rc.Query.OverMax != "drop" {
+			for name, max := range rc.Query.Max {
+				if r := overMaxAnswer(name, max); r != nil {
+					if rs.overMax == nil {
+						rs.overMax = map[string]*respond.Rule{}
+					}
+					rs.overMax[name] = r
+				}
+			}
 		}
 		if id := c.Upstreams[rc.Upstream].Auth.APIClient; id != "" {
 			rs.client = g.clients.byID[id]
@@ -565,7 +578,7 @@ func (g *Gateway) admit(sw *statusWriter, r *http.Request, st *state, peer netip
 	if route.Query != nil {
 		q, bad := route.Query.Filter(r.URL.RawQuery)
 		if bad != "" {
-			g.answers.Write(sw, ans, respond.Answer{Kind: respond.BadRequest})
+			g.answers.Write(sw, ans, respond.Answer{Kind: respond.BadRequest, Rule: rs.overMax[bad]})
 			rm.Request(sw.code)
 			return nil, nil, nil, nil, false
 		}
@@ -1009,4 +1022,26 @@ func unsolicited(name string, o Options) func() {
 		o.Logger.Warn("upstream sent an answer no request asked for; its connection was closed (see upstreams.NAME.connection_reuse)",
 			"upstream", name, "count", n)
 	}
+}
+
+// overMaxAnswer is the 400 for a value of query parameter name over its
+// cap max, or not a whole number: its detail names the parameter and the
+// values it takes, in each of the catalog's languages. Nil if the name
+// cannot be said (not valid UTF-8), and the catalog's detail is given.
+func overMaxAnswer(name string, max int64) *respond.Rule {
+	// Braces in a name are literal, not placeholders.
+	n := strings.NewReplacer("{", "{{", "}", "}}").Replace(name)
+	m := strconv.FormatInt(max, 10)
+	msg, err := respond.CompileMessage(map[string]string{
+		"en": "The query parameter " + n + " takes a whole number from 0 to " + m + ".",
+		"es": "El parámetro de consulta " + n + " admite un número entero de 0 a " + m + ".",
+	})
+	if err != nil {
+		return nil
+	}
+	r, err := respond.NewRule(respond.RuleSpec{Message: msg})
+	if err != nil {
+		return nil
+	}
+	return r
 }

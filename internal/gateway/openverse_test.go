@@ -437,6 +437,15 @@ func TestOpenverseInvalidRequestsNeverReachTheAPI(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
 		t.Errorf("page_size=50: %d %s %s, want 400 problem+json", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
+	// The answer says which parameter, and what it takes, in the
+	// client's language.
+	if want := `"detail":"The query parameter page_size takes a whole number from 0 to 20."`; !strings.Contains(body, want) {
+		t.Errorf("page_size=50: %s, want %s", body, want)
+	}
+	_, body = h.get(h.public.URL, "/api/search/image/?q=cat&page_size=x", "203.0.113.30", "Accept-Language", "es")
+	if want := "El parámetro de consulta page_size admite un número entero de 0 a 20."; !strings.Contains(body, want) {
+		t.Errorf("page_size=x in Spanish: %s, want %s", body, want)
+	}
 	for _, path := range []string{
 		"/api/search/video/?q=cat",
 		"/api/search/images/?q=cat",
