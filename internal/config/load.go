@@ -199,6 +199,11 @@ func (l *loader) syntax(err error, data []byte) {
 		}
 	}
 	line = min(line, l.lines) // errors at the end of the stream
+	if msg == "did not find expected key" && line > 0 {
+		// yaml.v3 gives the line where the block begins, not the line
+		// that breaks it (often a few lines below).
+		msg += " in the block that starts here: a line in it is indented unlike the keys beside it, or is not a key: value"
+	}
 	if strings.HasPrefix(msg, "did not find expected ',' or") && line > 0 {
 		if text, _, _ := strings.Cut(string(data[lineStart(data, line):]), "\n"); strings.Contains(text, "${") {
 			msg += ` (in [ ] or { }, quote a value that holds "${…}")`
