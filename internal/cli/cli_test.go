@@ -65,6 +65,27 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	}
 }
 
+func TestValidateLeavesOutFollowOnProblems(t *testing.T) {
+	// A condition whose variable is unset is that problem alone, not also
+	// the CEL syntax error of what is left; serve says the same.
+	file := filepath.Join(t.TempDir(), "unset.yaml")
+	if err := os.WriteFile(file, []byte(`
+upstreams: {api: {url: "http://127.0.0.1:9"}}
+rules:
+  - {name: a, when: "request.path == ${FOO}", limits: [1/1m]}
+  - {name: b, when: "request.path ==", limits: [1/1m]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"validate", "serve"} {
+		code, _, stderr := run(t, nil, cmd, "--config", file)
+		if code != 1 || strings.Count(stderr, "rules[0]") != 1 || !strings.Contains(stderr, "FOO is not set") ||
+			!strings.Contains(stderr, "rules[1].when: CEL") || !strings.HasSuffix(stderr, ": 2 problems\n") {
+			t.Errorf("%s: exit %d, want the unset variable and rule b's CEL error only:\n%s", cmd, code, stderr)
+		}
+	}
+}
+
 func TestValidatePrintsEffectiveRules(t *testing.T) {
 	code, stdout, stderr := run(t, map[string]string{"FLOODGATE_TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.10"},
 		"validate", "--config", "../../examples/mavedb.yaml")

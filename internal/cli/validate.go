@@ -74,13 +74,15 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 // dedupe drops repeated problems (a field reported by two stages).
 // compileCheck compiles f, defaults applied, as serve would but against a
 // store of its own, so that the problems only compiling finds (conditions,
-// limits, keys) are found in a file that also has others.
+// limits, keys) are found in a file that also has others. Problems with a
+// field loading already found wrong are left out: they follow from it.
 func compileCheck(f *config.File) (*gateway.Gateway, config.Problems) {
-	return gateway.New(f, gateway.Options{
+	g, problems := gateway.New(f, gateway.Options{
 		Store:   memory.New(memory.Options{MaxKeys: f.Config.Store.MaxKeys}),
 		Metrics: telemetry.NewMetrics("validate"),
 		Logger:  slog.New(slog.DiscardHandler),
 	})
+	return g, slices.DeleteFunc(problems, func(p config.Problem) bool { return f.Reported(p.Field) })
 }
 
 // reportProblems prints every problem of file, one a line, then their count.

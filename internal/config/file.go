@@ -117,6 +117,25 @@ func (f *File) Has(path string) bool {
 	return ok && path != "" && !f.unset[path]
 }
 
+// Reported reports whether loading found a problem with the field at
+// path or a field that encloses it (the whole file, for a YAML syntax
+// error). A later stage's problem there follows from that one: a rule's
+// condition whose variable is unset is not also a CEL syntax error.
+func (f *File) Reported(path string) bool {
+	if f == nil {
+		return false
+	}
+	for {
+		if f.bad[path] {
+			return true
+		}
+		if path == "" {
+			return false
+		}
+		path = parentPath(path)
+	}
+}
+
 // Problem returns a problem with the field at path, placed at its line
 // (see Line). Stages after loading use it to report in the same form.
 func (f *File) Problem(path, msg string, allowed ...string) Problem {

@@ -70,13 +70,8 @@ type validator struct {
 }
 
 func (v *validator) add(path, msg string, allowed ...string) {
-	for p := path; ; p = parentPath(p) {
-		if v.f.bad[p] {
-			return
-		}
-		if p == "" {
-			break
-		}
+	if v.f.Reported(path) {
+		return
 	}
 	v.problems = append(v.problems, v.f.Problem(path, msg, allowed...))
 }
