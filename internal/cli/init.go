@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"github.com/floodgate/floodgate/internal/config"
 )
 
 func init() {
@@ -143,7 +145,15 @@ func writeStarter(env environ, file string, data []byte, force bool) error {
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("cannot write --output: %w", err)
 	}
-	fmt.Fprintf(env.stdout, "wrote %s; next: floodgate validate --config %s\n", file, file)
+	next := "floodgate validate --config " + file
+	// A variable the starter needs and this environment lacks (the
+	// frontend preset's session secret) fails that command: say so first.
+	if f, _ := config.Parse(file, data, "", env.lookup); f != nil {
+		if missing := f.MissingVariables(); len(missing) > 0 {
+			next = "set " + strings.Join(missing, ", ") + " (the file's comments say how), then " + next
+		}
+	}
+	fmt.Fprintf(env.stdout, "wrote %s; next: %s\n", file, next)
 	return nil
 }
 

@@ -96,6 +96,16 @@ func TestInitAPIValidatesInAnEmptyEnvironment(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "HMAC_SIGNING_SECRET") {
 		t.Errorf("validate of the frontend preset without HMAC_SIGNING_SECRET: exit code %d, stderr:\n%s", code, stderr)
 	}
+	// The next step init names is one that works: the variable first.
+	file := filepath.Join(t.TempDir(), "fe.yaml")
+	_, stdout, _ := run(t, nil, "init", "--preset", "frontend", "-o", file)
+	if want := "next: set HMAC_SIGNING_SECRET (the file's comments say how), then floodgate validate --config " + file + "\n"; !strings.HasSuffix(stdout, want) {
+		t.Errorf("init --preset frontend without the secret said %q, want it to end %q", stdout, want)
+	}
+	_, stdout, _ = run(t, initVars, "init", "--preset", "frontend", "-o", file, "--force")
+	if !strings.HasSuffix(stdout, "; next: floodgate validate --config "+file+"\n") {
+		t.Errorf("init --preset frontend with the secret set said %q", stdout)
+	}
 }
 
 // TestInitStdout: without --output the configuration goes to stdout,

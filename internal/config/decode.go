@@ -236,9 +236,14 @@ func (l *loader) expandScalar(n *yaml.Node, path string) *yaml.Node {
 	if n.Kind != yaml.ScalarNode || strings.IndexByte(n.Value, '$') < 0 {
 		return n
 	}
-	out, refs, msgs := expand(n.Value, l.lookup)
+	out, refs, msgs, missing := expand(n.Value, l.lookup)
 	for _, m := range msgs {
 		l.report(n, path, m)
+	}
+	for _, name := range missing {
+		if !slices.Contains(l.f.missing, name) {
+			l.f.missing = append(l.f.missing, name)
+		}
 	}
 	c := *n
 	c.Value = out

@@ -24,7 +24,7 @@ import (
 // in s, joined, and the text expanded as far as it could be. Error messages
 // name variables but never contain their values.
 func Expand(s string, lookup func(string) (string, bool)) (string, error) {
-	out, _, msgs := expand(s, lookup)
+	out, _, msgs, _ := expand(s, lookup)
 	errs := make([]error, len(msgs))
 	for i, m := range msgs {
 		errs[i] = errors.New(m)
@@ -33,10 +33,11 @@ func Expand(s string, lookup func(string) (string, bool)) (string, error) {
 }
 
 // expand is Expand returning whether s held any ${…} reference (so a
-// scalar's type must be resolved again) and the problems as messages.
-func expand(s string, lookup func(string) (string, bool)) (out string, refs bool, msgs []string) {
+// scalar's type must be resolved again), the problems as messages, and
+// the variables that are unset with no default.
+func expand(s string, lookup func(string) (string, bool)) (out string, refs bool, msgs, missing []string) {
 	if strings.IndexByte(s, '$') < 0 {
-		return s, false, nil
+		return s, false, nil, nil
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -82,8 +83,9 @@ func expand(s string, lookup func(string) (string, bool)) (out string, refs bool
 			continue
 		}
 		msgs = append(msgs, "environment variable "+name+" is not set, and "+quoteExcerpt(ref)+" has no default")
+		missing = append(missing, name)
 	}
-	return b.String(), refs, msgs
+	return b.String(), refs, msgs, missing
 }
 
 func lookupVar(lookup func(string) (string, bool), name string) (string, bool) {

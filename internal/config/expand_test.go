@@ -1,6 +1,7 @@
 package config
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -131,4 +132,16 @@ func FuzzExpand(f *testing.F) {
 			t.Fatalf("Expand(%q) = %q: more $ than the input and values hold", s, got)
 		}
 	})
+}
+
+func TestMissingVariables(t *testing.T) {
+	data := []byte("listen: ${A}\nadmin: {listen: \"${B:-127.0.0.1:9}\", token: \"${C}${A}\"}\nmode: ${D}\n")
+	f, _ := Parse("m.yaml", data, "", func(k string) (string, bool) { return "enforce", k == "D" })
+	if got := f.MissingVariables(); !slices.Equal(got, []string{"A", "C"}) {
+		t.Errorf("MissingVariables() = %q, want [A C]: unset without a default, once each, in order", got)
+	}
+	f, _ = Parse("m.yaml", []byte("mode: enforce\n"), "", nil)
+	if got := f.MissingVariables(); len(got) != 0 {
+		t.Errorf("a file without variables: %q", got)
+	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 )
 
@@ -32,6 +33,19 @@ type File struct {
 	pos   map[string]Position // field path → place
 	unset map[string]bool     // field paths written with a null value
 	bad   map[string]bool     // field paths that had load problems
+	// missing are the variables the file needs that are unset with no
+	// default, in the order first met.
+	missing []string
+}
+
+// MissingVariables returns the environment variables the file refers to
+// without a default that were not set when it was loaded, in the order
+// the file first uses them.
+func (f *File) MissingVariables() []string {
+	if f == nil {
+		return nil
+	}
+	return slices.Clone(f.missing)
 }
 
 // A Position is a place in a file: 1-based line and column.
