@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
+	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/testnet"
 )
@@ -179,5 +181,45 @@ rules:
 	}
 	if strings.Contains(all, "203.0.113.7") {
 		t.Errorf("the log holds the client's address:\n%s", all)
+	}
+}
+
+// TestStoreOutageWithCachedRefusals: while a Redis store is down, a client
+// over its limit is still refused from the store's over-limit cache. Those
+// refusals are not the store answering: the log says it is failing once,
+// and never that it answers again until Redis does.
+func TestStoreOutageWithCachedRefusals(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	srv := redistest.Start(t)
+	h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+store: {url: "`+srv.URL()+`", timeout: 100ms}
+upstreams: {api: {url: "`+up.URL+`"}}
+rules:
+  - {name: per-ip, limits: [1/1h]}
+`)
+	// Until the store has connected, requests pass by the failure policy;
+	// a refusal says it counts.
+	for deadline := time.Now().Add(redistest.ReadyTimeout); h.repeat(1, "GET", "/x", "203.0.113.7")[429] != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 429 from the Redis store after %v", redistest.ReadyTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	failingBefore, _ := h.lines("store failing")
+	againBefore, _ := h.lines("store answering again")
+	srv.Kill()
+	for i := range 10 {
+		if got := h.repeat(1, "GET", "/x", "203.0.113.7"); got[429] != 1 {
+			t.Errorf("round %d: the client over its limit got %v, want 429 from the cache", i, got)
+		}
+		h.repeat(1, "GET", "/x", "198.51.100."+strconv.Itoa(i+1)) // the failure policy's
+	}
+	failing, all := h.lines("store failing")
+	again, _ := h.lines("store answering again")
+	if len(failing)-len(failingBefore) != 1 || len(again) != len(againBefore) {
+		t.Errorf("%d store failing and %d answering again lines with Redis down all along, want 1 and 0:\n%s",
+			len(failing)-len(failingBefore), len(again)-len(againBefore), all)
 	}
 }

@@ -181,14 +181,19 @@ func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Lo
 // sampled (one decision in 16) into m, and its failures and recovery
 // reported to f (nil: not reported).
 func (m *Metrics) InstrumentStore(s ratelimit.Store, f *Failures) ratelimit.Store {
-	return &instrumented{Store: s, m: m, f: f}
+	is := &instrumented{Store: s, m: m, f: f}
+	if u, ok := s.(interface{ Up() bool }); ok {
+		is.up = u.Up
+	}
+	return is
 }
 
 type instrumented struct {
 	ratelimit.Store
-	m *Metrics
-	f *Failures
-	n atomic.Uint32
+	m  *Metrics
+	f  *Failures
+	n  atomic.Uint32
+	up func() bool // the store's own word on its server, if it has one
 }
 
 func (s *instrumented) Take(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
@@ -205,7 +210,9 @@ func (s *instrumented) Take(ctx context.Context, key string, n int64, limits ...
 }
 
 // done counts and reports the outcome of one Take. A Take ended by its
-// caller's context (the client left) says nothing of the store's health.
+// caller's context (the client left) says nothing of the store's health,
+// nor does one a store that says it is down answered without asking its
+// server (a Redis store's over-limit cache refusing during an outage).
 func (s *instrumented) done(ctx context.Context, err error) {
 	switch {
 	case err != nil:
@@ -214,6 +221,9 @@ func (s *instrumented) done(ctx context.Context, err error) {
 			s.f.StoreFailed(err)
 		}
 	case s.f != nil:
+		if s.up != nil && !s.up() {
+			return
+		}
 		s.f.StoreAnswered()
 	}
 }

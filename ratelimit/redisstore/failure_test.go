@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/redistest"
+	"github.com/floodgate/floodgate/internal/testnet"
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
@@ -364,6 +366,35 @@ func TestUpAgainWithoutTakes(t *testing.T) {
 	}
 	srv.Restart()
 	waitFor(t, "Stats().Up with Redis back and no Take", func() bool { return s.Stats().Up })
+}
+
+// TestDownByPingAlone: a store that decides nothing (an idle replica)
+// learns of an outage from a Ping its readiness check sends: Stats.Up and
+// Up are false until Redis answers again, and the log says both.
+func TestDownByPingAlone(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var log testnet.Buffer
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout,
+		Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	waitTake(t, s, "k", 1, minute)
+	srv.Kill()
+	if err := s.Ping(ctx); err == nil {
+		t.Fatal("Ping with Redis killed: no error")
+	}
+	if s.Stats().Up || s.Up() {
+		t.Errorf("Stats().Up %v, Up() %v after an unanswered Ping, want false", s.Stats().Up, s.Up())
+	}
+	srv.Restart()
+	waitFor(t, "a Ping answered", func() bool { return s.Ping(ctx) == nil })
+	if !s.Stats().Up || !s.Up() {
+		t.Errorf("Stats().Up %v, Up() %v after Redis answered, want true", s.Stats().Up, s.Up())
+	}
+	for _, want := range []string{`"msg":"redis store not answering a ping"`, `"msg":"redis store reachable again"`} {
+		if !strings.Contains(log.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, log.String())
+		}
+	}
 }
 
 // TestOpenBreakersCounted runs the order of events that a probe can meet:

@@ -53,6 +53,10 @@ type Store struct {
 	// each group of hash slots on a cluster; open counts those open.
 	breakers [slotBreakers]breaker
 	open     atomic.Int32
+	// pingDown is set by a Ping that Redis did not answer and cleared by
+	// the next answer (a Ping or a Take's round trip): a replica that
+	// decides nothing still tells an outage its readiness checks find.
+	pingDown atomic.Bool
 
 	start time.Time // mono() is the time since start
 
@@ -275,6 +279,9 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 	case err == nil:
 		if probe || b.failUntil.Load() != 0 {
 			s.recovered(b)
+		}
+		if s.pingDown.Load() {
+			s.pingAnswered()
 		}
 	case reachable(err):
 		if probe {
@@ -504,13 +511,36 @@ func (s *Store) Ping(ctx context.Context) error {
 	defer cancel()
 	for addr, node := range c.Nodes() {
 		if err := node.Do(ctx, node.B().Ping().Build()).Error(); err != nil {
+			if !reachable(err) && ctx.Err() != context.Canceled && !s.pingDown.Swap(true) && s.open.Load() <= 0 {
+				s.lastErr.Store(&err)
+				s.logger.LogAttrs(context.Background(), slog.LevelWarn, "redis store not answering a ping",
+					slog.String("redis", s.opts.String()), slog.String("error", err.Error()))
+			}
 			return fmt.Errorf("redisstore: ping %s: %w", addr, err)
 		}
 	}
 	for i := range s.breakers {
 		s.recovered(&s.breakers[i])
 	}
+	if s.pingDown.Load() {
+		s.pingAnswered()
+	}
 	return nil
+}
+
+// pingAnswered clears pingDown after Redis answered, saying so if no
+// breaker said it (recovered does when one closes).
+func (s *Store) pingAnswered() {
+	if s.pingDown.Swap(false) && s.open.Load() <= 0 {
+		s.logger.LogAttrs(context.Background(), slog.LevelInfo, "redis store reachable again",
+			slog.String("redis", s.opts.String()))
+	}
+}
+
+// Up reports what Stats.Up does, without the counts: Redis was asked and
+// answered last (no failing group of hash slots, no unanswered Ping).
+func (s *Store) Up() bool {
+	return s.client.Load() != nil && s.open.Load() <= 0 && !s.pingDown.Load()
 }
 
 // Stats are counts about a Store since New, for metrics. Counts are
@@ -541,7 +571,8 @@ type Stats struct {
 	Connected bool
 	// Up reports whether Takes are sent to Redis now: connected, and no
 	// failure since the last success (on a cluster, in no group of hash
-	// slots: false while any node's keys fail fast).
+	// slots: false while any node's keys fail fast), nor a Ping that Redis
+	// did not answer since its last answer.
 	Up bool
 	// Cluster reports whether the servers are a Redis Cluster.
 	Cluster bool
@@ -561,7 +592,7 @@ func (s *Store) Stats() Stats {
 	}
 	if cp := s.client.Load(); cp != nil {
 		st.Connected = true
-		st.Up = s.open.Load() == 0
+		st.Up = s.open.Load() == 0 && !s.pingDown.Load()
 		st.Cluster = (*cp).Mode() == rueidis.ClientModeCluster
 	}
 	return st
