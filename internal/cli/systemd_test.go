@@ -64,6 +64,18 @@ func TestSystemdUnitInOperationsDoc(t *testing.T) {
 			t.Errorf("the unit has no line starting %q", cmd)
 		}
 	}
+	// docs/production.md's way: a file written by init, in the unit. Its
+	// ExecStartPre must pass on it, or the service never starts.
+	_, pre, _ := strings.Cut(unit, "\nExecStartPre=/usr/local/bin/floodgate ")
+	pre, _, _ = strings.Cut(pre, "\n")
+	file := initFile(t)
+	args, err := shellWords(strings.ReplaceAll(pre, "/etc/floodgate/floodgate.yaml", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := run(t, nil, args...); code != 0 {
+		t.Errorf("the unit's ExecStartPre on a file written by init: exit %d\n%s", code, stderr)
+	}
 
 	analyze, err := exec.LookPath("systemd-analyze")
 	if err != nil {
