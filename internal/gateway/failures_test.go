@@ -184,6 +184,28 @@ rules:
 	}
 }
 
+// TestStoreOutageFailClosedLogged: a rule that fails closed is not
+// skipped: its 503s are logged as refusals, one line per interval.
+func TestStoreOutageFailClosedLogged(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+store: {url: "redis://`+testnet.FreeAddr(t)+`", timeout: 100ms, failure_policy: fail_closed}
+upstreams: {api: {url: "`+up.URL+`"}}
+rules:
+  - {name: per-ip, limits: [100/1m]}
+`)
+	if got := h.repeat(5, "GET", "/x", "203.0.113.7"); !cmp.Equal(got, map[int]int{503: 5}) {
+		t.Fatalf("answers %v, want 5 × 503 (fail closed)", got)
+	}
+	refused, all := h.lines("rule refused while its store fails")
+	skipped, _ := h.lines("rule skipped")
+	if len(refused) != 1 || refused[0]["rule"] != "per-ip" || len(skipped) != 0 {
+		t.Errorf("%d refused and %d skipped lines, want 1 and 0:\n%s", len(refused), len(skipped), all)
+	}
+}
+
 // TestStoreOutageWithCachedRefusals: while a Redis store is down, a client
 // over its limit is still refused from the store's over-limit cache. Those
 // refusals are not the store answering: the log says it is failing once,

@@ -71,7 +71,11 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 				d.rm.degraded[r.Index][0].Inc()
 			}
 		}
-		d.failures.RuleSkipped(r.Name, errorKinds[kind], err)
+		if kind == 2 && o == rules.Blocked {
+			d.failures.RuleRefused(r.Name, err) // fail_closed: not skipped
+		} else {
+			d.failures.RuleSkipped(r.Name, errorKinds[kind], err)
+		}
 		return
 	}
 	d.rm.decisions[r.Index][o].Inc()

@@ -87,6 +87,18 @@ func (f *Failures) RuleSkipped(rule, kind string, err error) {
 		slog.String("rule", rule), slog.String("kind", kind), slog.String("error", err.Error()))
 }
 
+// storeRefusedKey is RuleRefused's: one line per interval for every rule.
+const storeRefusedKey = "rule refused\x1fstore"
+
+// RuleRefused records a rule that refused a request because its store
+// failed and its failure policy is fail_closed: the rule was not skipped,
+// it answered 503. One line per interval for every rule together, as
+// RuleSkipped's store failures.
+func (f *Failures) RuleRefused(rule string, err error) {
+	f.lim.Log(storeRefusedKey, slog.LevelWarn, "rule refused while its store fails",
+		slog.String("rule", rule), slog.String("kind", "store"), slog.String("error", err.Error()))
+}
+
 // StoreFailed records a failed store operation. The first after the
 // store answered writes "store failing" at once.
 func (f *Failures) StoreFailed(err error) {
@@ -120,6 +132,7 @@ func (f *Failures) StoreAnswered() {
 	}
 	f.storeDown.Store(false)
 	f.lim.FlushKey(storeKey, true)
+	f.lim.FlushKey(storeRefusedKey, true)
 	f.log.LogAttrs(context.Background(), slog.LevelInfo, "store answering again",
 		slog.Int64("failures", f.storeFails.Swap(0)),
 		slog.String("failing_for", f.now().Sub(f.downSince).Round(time.Millisecond).String()))
