@@ -368,6 +368,45 @@ func TestUpAgainWithoutTakes(t *testing.T) {
 	waitFor(t, "Stats().Up with Redis back and no Take", func() bool { return s.Stats().Up })
 }
 
+// TestNoFailureAfterRecovery: once Redis, restarted after the store saw
+// it fail, is back and the store says so (a Ping answered), no decision
+// fails on a connection that died with the old server: a fail_closed rule
+// would answer 503 to it.
+func TestNoFailureAfterRecovery(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout})
+	huge := ratelimit.Limit{Count: 1 << 30, Window: time.Hour}
+	// Connections in use, as under traffic: the client's and the senders'.
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 50 {
+				timedTake(t, s, "warm"+strconv.Itoa(i*100+j), 1, huge)
+			}
+		})
+	}
+	wg.Wait()
+	srv.Kill()
+	waitFor(t, "a failed Take", func() bool {
+		_, err := timedTake(t, s, "k", 1, huge)
+		return err != nil
+	})
+	srv.Restart()
+	waitFor(t, "a Ping answered", func() bool { return s.Ping(ctx) == nil })
+	for i := range 8 {
+		wg.Go(func() {
+			for j := range 20 {
+				if _, err := timedTake(t, s, "after"+strconv.Itoa(i*100+j), 1, huge); err != nil {
+					t.Errorf("Take after the store said Redis answers again: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 // TestDownByPingAlone: a store that decides nothing (an idle replica)
 // learns of an outage from a Ping its readiness check sends: Stats.Up and
 // Up are false until Redis answers again, and the log says both.

@@ -57,6 +57,7 @@ type Store struct {
 	// the next answer (a Ping or a Take's round trip): a replica that
 	// decides nothing still tells an outage its readiness checks find.
 	pingDown atomic.Bool
+	renewed  atomic.Int64 // mono() of the last renew, 0 for none
 
 	start time.Time // mono() is the time since start
 
@@ -278,6 +279,7 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 	switch {
 	case err == nil:
 		if probe || b.failUntil.Load() != 0 {
+			s.renew()
 			s.recovered(b)
 		}
 		if s.pingDown.Load() {
@@ -519,6 +521,9 @@ func (s *Store) Ping(ctx context.Context) error {
 			return fmt.Errorf("redisstore: ping %s: %w", addr, err)
 		}
 	}
+	if s.open.Load() > 0 || s.pingDown.Load() {
+		s.renew()
+	}
 	for i := range s.breakers {
 		s.recovered(&s.breakers[i])
 	}
@@ -526,6 +531,46 @@ func (s *Store) Ping(ctx context.Context) error {
 		s.pingAnswered()
 	}
 	return nil
+}
+
+// renew replaces the client with a new one when Redis answers again
+// after failing, before the Takes waiting on it are let through: the old
+// client's connections may have died with the server (a restart), and
+// the first round trip on each would fail (EOF) though Redis answers,
+// which a fail_closed rule answers with 503. The senders take connections
+// of their own from the new client (they drop any from another), and the
+// old client is closed once the round trips it carries have had twice
+// Timeout to end. At most one renewal a maxBackoff; a failed one keeps
+// the old client.
+func (s *Store) renew() {
+	now := s.mono()
+	last := s.renewed.Load()
+	if last != 0 && now-last < int64(maxBackoff) || !s.renewed.CompareAndSwap(last, now) {
+		return
+	}
+	c, err := rueidis.NewClient(clientOption(s.opts))
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close()
+		return
+	}
+	old := s.client.Swap(&c)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-time.After(2 * s.timeout):
+		case <-s.done:
+		}
+		if old != nil {
+			(*old).Close()
+		}
+	}()
 }
 
 // pingAnswered clears pingDown after Redis answered, saying so if no
