@@ -248,7 +248,7 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 		fails = s.fails
 		s.mu.Unlock()
 		s.log.LogAttrs(ctx, slog.LevelWarn, "upstream token fetch failed",
-			slog.Int("failures", fails), slog.Duration("retry_in", delay), slog.String("error", err.Error()))
+			slog.Int("failures", fails), slog.String("retry_in", delay.String()), slog.String("error", err.Error()))
 		if old != nil && now.Before(old.expiresAt) {
 			return old.value, nil
 		}
@@ -259,7 +259,7 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	s.mu.Unlock()
 	s.cur.Store(t)
 	s.log.LogAttrs(ctx, slog.LevelInfo, "upstream token fetched",
-		slog.Duration("lifetime", t.expiresAt.Sub(t.fetched)), slog.Duration("refresh_in", t.refreshAt.Sub(t.fetched)))
+		slog.String("lifetime", t.expiresAt.Sub(t.fetched).String()), slog.String("refresh_in", t.refreshAt.Sub(t.fetched).String()))
 	return t.value, nil
 }
 

@@ -287,6 +287,12 @@ func TestBackoffAndRecovery(t *testing.T) {
 	if strings.Contains(logs.String(), "tok-5") {
 		t.Errorf("log contains the token:\n%s", logs.String())
 	}
+	// Durations read as the log's others do ("10s"), not in nanoseconds.
+	for _, want := range []string{`"retry_in":"1s"`, `"retry_in":"4s"`, `"lifetime":"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs.String())
+		}
+	}
 }
 
 func TestRefreshFailureKeepsOldTokenUntilExpiry(t *testing.T) {
