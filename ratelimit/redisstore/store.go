@@ -279,8 +279,7 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 	switch {
 	case err == nil:
 		if probe || b.failUntil.Load() != 0 {
-			s.renew()
-			s.recovered(b)
+			s.recoverRenewed(b)
 		}
 		if s.pingDown.Load() {
 			s.pingAnswered()
@@ -531,6 +530,25 @@ func (s *Store) Ping(ctx context.Context) error {
 		s.pingAnswered()
 	}
 	return nil
+}
+
+// recoverRenewed closes b once the client is renewed (see renew), on a
+// goroutine of its own: the Take that found Redis back has its answer and
+// does not wait for a dial, and the Takes under b keep failing fast until
+// the new connections are there, rather than meeting dead ones.
+func (s *Store) recoverRenewed(b *breaker) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		s.renew()
+		s.recovered(b)
+	}()
 }
 
 // renew replaces the client with a new one when Redis answers again
