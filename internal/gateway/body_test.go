@@ -281,6 +281,11 @@ routes:
 					if want := fmt.Sprintf(`"status":%d`, tc.status); !strings.Contains(body, want) {
 						t.Errorf("body = %s, want a problem with %s", body, want)
 					}
+					// The body (or what follows the head) is not read: the
+					// connection ends with the answer.
+					if !resp.Close {
+						t.Errorf("a %d answer without Connection: close", tc.status)
+					}
 				}
 				if got := gw.requests(tc.route, strconv.Itoa(tc.status)); got != 1 {
 					t.Errorf("requests_total{route=%q,code=%d} = %v, want 1", tc.route, tc.status, got)

@@ -450,6 +450,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	sw := &st.w
 
 	if len(r.RequestURI) > g.maxURI {
+		// As for a body too large: whatever follows the head is left
+		// unread, and the connection ends after the answer.
+		sw.Header()["Connection"] = []string{"close"}
 		g.answers.Write(sw, r, respond.Answer{Kind: respond.URITooLong})
 		g.gw.noRoute.Request(sw.code)
 		return
