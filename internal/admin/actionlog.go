@@ -43,13 +43,18 @@ func (al *actionLog) record(r *http.Request, action string, aw *actionWriter) {
 		status = http.StatusOK
 	}
 	peer := peerClass(r.RemoteAddr)
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		reason := "forbidden"
-		if status == http.StatusUnauthorized {
-			reason = "credentials wrong"
-			if len(r.Header["Authorization"]) == 0 {
-				reason = "credentials missing"
-			}
+	if reason := aw.reason; reason != "" || status == http.StatusUnauthorized || status == http.StatusForbidden ||
+		status == http.StatusTooManyRequests {
+		switch {
+		case reason != "":
+		case status == http.StatusTooManyRequests:
+			reason = reasonThrottled
+		case status == http.StatusForbidden:
+			reason = reasonForbidden
+		case len(r.Header["Authorization"]) == 0:
+			reason = reasonMissing
+		default:
+			reason = reasonWrong
 		}
 		al.refused.Log("admin\x1f"+action+"\x1f"+reason+"\x1f"+peer, slog.LevelWarn, "admin request refused",
 			slog.String("action", action), slog.String("reason", reason),
@@ -85,6 +90,7 @@ type actionWriter struct {
 	http.ResponseWriter
 	status int
 	notes  []slog.Attr
+	reason string // noteRefusal's
 }
 
 func (w *actionWriter) WriteHeader(code int) {
@@ -103,6 +109,25 @@ func (w *actionWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *actionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Why the admin API refused a request, for its "admin request refused"
+// line (docs/operations.md lists them).
+const (
+	reasonMissing     = "credentials missing" // no token, no sign-in
+	reasonWrong       = "credentials wrong"   // a token that is not admin.token (header or sign-in form)
+	reasonForbidden   = "forbidden"           // a remote peer while no token is set
+	reasonCrossOrigin = "cross-origin"        // a browser request from another page (CSRF, Origin)
+	reasonThrottled   = "throttled"           // a sign-in after too many wrong tokens
+)
+
+// noteRefusal says why the request w answers is refused, where its status
+// alone does not tell (a wrong token in the sign-in form, a cross-origin
+// browser request).
+func noteRefusal(w http.ResponseWriter, reason string) {
+	if aw, ok := w.(*actionWriter); ok {
+		aw.reason = reason
+	}
+}
 
 // noteAction adds attrs to the "admin action" line of the request w
 // answers: what changed, from what to what. Values must be floodgate's

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"encoding/json"
 	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -110,6 +111,35 @@ func TestAdminActionsLogged(t *testing.T) {
 	clock.Advance(10 * time.Second)
 	do(h, "PUT", "/admin/mode", guess, "enforce", "192.0.2.10:5000")
 	step("guesses after the interval", []map[string]any{refused("set mode", "credentials wrong", 401, "remote", 21)})
+
+	// The sign-in form: a wrong token is a wrong credential, not a
+	// missing one; the attempts after too many are refused and counted
+	// like the others; so is a sign-in from another page.
+	signIn := func(tok, origin string) int {
+		r := httptest.NewRequest("POST", "/admin/signin", strings.NewReader("token="+tok))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		r.RemoteAddr = "192.0.2.10:5000"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	clock.Advance(10 * time.Second)
+	codes := map[int]int{}
+	for range 12 {
+		codes[signIn("not-the-token-guess", "")]++
+	}
+	codes[signIn("not-the-token-guess", "http://evil.example")]++
+	if codes[401] == 0 || codes[429] == 0 || codes[403] != 1 {
+		t.Fatalf("sign-in answers %v, want 401s, then 429s, and a 403 from another page", codes)
+	}
+	step("sign-in refusals", []map[string]any{
+		refused("sign in", "credentials wrong", 401, "remote", 1),
+		refused("sign in", "throttled", 429, "remote", 1),
+		refused("sign in", "cross-origin", 403, "remote", 1),
+	})
 
 	all := buf.String()
 	for _, secret := range []string{token, "not-the-token-guess", "192.0.2.10", "127.0.0.1", "::1"} {

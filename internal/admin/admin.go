@@ -139,6 +139,7 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 		if r.Header.Get("Authorization") == "" {
 			if in, ok := a.in.current(r, token); ok {
 				if r.Method != http.MethodGet && r.Method != http.MethodHead && !sameOrigin(r, in, "") {
+					noteRefusal(w, reasonCrossOrigin)
 					problem(w, http.StatusForbidden, "a signed-in browser changes things only from the dashboard's page ("+csrfHeader+")")
 					return
 				}

@@ -179,6 +179,7 @@ func (a *api) signInHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	if site := r.Header.Get("Sec-Fetch-Site"); (site != "" && site != "same-origin" && site != "none") ||
 		(r.Header.Get("Origin") != "" && r.Header.Get("Origin") != origin(r)) {
+		noteRefusal(w, reasonCrossOrigin)
 		problem(w, http.StatusForbidden, "sign in from the form at /admin/ of this listener")
 		return
 	}
@@ -189,6 +190,7 @@ func (a *api) signInHandler(w http.ResponseWriter, r *http.Request) {
 	if tokens := s.failed.TokensAt(now); tokens < 1 {
 		wait := time.Duration((1 - tokens) * float64(failedEvery))
 		s.mu.Unlock()
+		noteRefusal(w, reasonThrottled)
 		s.form(w, http.StatusTooManyRequests, signInPage{
 			Message:    "Too many wrong tokens: wait a moment, then try again.",
 			RetryAfter: max(int((wait+time.Second-1)/time.Second), 1),
@@ -201,6 +203,7 @@ func (a *api) signInHandler(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.failed.AllowN(now, 1)
 		s.mu.Unlock()
+		noteRefusal(w, reasonWrong)
 		s.form(w, http.StatusUnauthorized, signInPage{Message: "That is not the admin token (admin.token)."})
 		return
 	}
@@ -226,6 +229,7 @@ func (a *api) signOut(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	in, ok := s.current(r, a.s.Current().Config().Config.Admin.Token)
 	if ok && !sameOrigin(r, in, r.PostFormValue("csrf")) {
+		noteRefusal(w, reasonCrossOrigin)
 		problem(w, http.StatusForbidden, "sign out with the dashboard's button")
 		return
 	}
