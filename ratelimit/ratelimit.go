@@ -98,8 +98,14 @@ const MaxWindow = 366 * 24 * time.Hour
 // A Limit admits Count events per Window for each key.
 // The zero value is invalid; use ParseLimit or fill every field and Validate.
 type Limit struct {
-	Count     int64
-	Window    time.Duration
+	// Count is how many events a key may have per Window: positive, at
+	// most MaxWindowCount for the window algorithms.
+	Count int64
+	// Window is the period Count applies to: whole milliseconds, from 1ms
+	// to MaxWindow.
+	Window time.Duration
+	// Algorithm is how events are counted; the zero value is
+	// SlidingWindow.
 	Algorithm Algorithm
 }
 

@@ -438,8 +438,10 @@ func RefuseSize(size, maxBytes int) (status int, reason string) {
 //   - a head over maxBytes: 431;
 //   - ambiguous framing (RFC 9112 §6.1, §6.3): Content-Length with
 //     Transfer-Encoding, Transfer-Encoding in HTTP/1.0, a last coding
-//     other than chunked, chunked listed twice: 400; chunked after other
-//     codings, which floodgate does not decode: 501; obs-fold: 400;
+//     other than chunked, chunked listed twice: 400 (Go's parser refuses
+//     the last two itself today, with 501, so this check stands behind
+//     it); chunked after other codings, which floodgate does not decode:
+//     501; obs-fold: 400;
 //   - the Host field lines, as RefuseHost: 400 (a CONNECT without Host
 //     is not asked for one);
 //   - CONNECT: 501 (floodgate tunnels nothing);
