@@ -113,7 +113,9 @@ func NewEnv() (*cel.Env, error) {
 	for _, v := range variables {
 		opts = append(opts, cel.Variable(v.name, v.typ))
 	}
-	opts = append(opts, cel.CrossTypeNumericComparisons(true))
+	// OptionalTypes: map[?key].orValue(default), the documented way to
+	// read a field that may be absent without an evaluation error.
+	opts = append(opts, cel.CrossTypeNumericComparisons(true), cel.OptionalTypes())
 	return cel.NewEnv(opts...)
 }
 
@@ -127,7 +129,7 @@ func NewResponseEnv() (*cel.Env, error) {
 	opts = append(opts,
 		cel.Variable("response.status", cel.IntType),
 		cel.Variable("response.headers", cel.MapType(cel.StringType, cel.StringType)),
-		cel.CrossTypeNumericComparisons(true))
+		cel.CrossTypeNumericComparisons(true), cel.OptionalTypes())
 	return cel.NewEnv(opts...)
 }
 

@@ -80,7 +80,7 @@ func (ms *matchSlots) slot(v, pattern string) int {
 // the two evaluations cannot disagree on what a variable is.
 var (
 	stringVars = map[string]func(*Request) string{
-		"request.method":     func(r *Request) string { return r.HTTP.Method },
+		"request.method":     func(r *Request) string { return r.method() },
 		"request.path":       func(r *Request) string { return r.Path },
 		"request.host":       func(r *Request) string { return hostOnly(r.HTTP.Host) },
 		"request.scheme":     scheme,

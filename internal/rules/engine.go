@@ -289,8 +289,11 @@ func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
 	req.held = req.held[:0]
 	for _, c := range req.deferred {
 		r := c.rule
-		if !resp.Forwarded && r.Cost != config.CostRequests && r.countWhen == nil {
-			continue // nothing was spent upstream
+		if !resp.Forwarded && (r.Cost != config.CostRequests || r.countWhen != nil) {
+			// Nothing was spent upstream, and the response is floodgate's
+			// own (a later rule's refusal, an upstream failure): a
+			// count_when on it would count what the upstream never saw.
+			continue
 		}
 		if r.countWhen != nil {
 			// A copy: were resp's own address taken, every call would
@@ -405,7 +408,7 @@ func (r *Rule) appendKey(dst []byte, req *Request) ([]byte, error) {
 		case config.KeyRoute:
 			dst = append(dst, req.Route...)
 		case config.KeyMethod:
-			dst = append(dst, req.HTTP.Method...)
+			dst = append(dst, req.method()...)
 		case config.KeyHost:
 			dst = append(dst, hostOnly(req.HTTP.Host)...)
 		case config.KeySession:

@@ -249,9 +249,25 @@ func TestConditionErrorSkipsRule(t *testing.T) {
 	}
 }
 
+func TestOptionalFieldRead(t *testing.T) {
+	// docs/rules.md's way to read a field that may be absent: no
+	// evaluation error either way.
+	e := newEnv(t, `  - {name: r, when: "request.headers[?'x-api-key'].orValue('') == 'bad'", action: deny}`)
+	if v := e.eval("GET", "/", "192.0.2.1"); v.Rule != nil || len(e.obs.errs) != 0 {
+		t.Errorf("without the field: rule %v, errors %v; want neither", v.Rule, e.obs.errs)
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("X-Api-Key", "bad")
+	req := &rules.Request{HTTP: r, Path: "/", ClientIP: netip.MustParseAddr("192.0.2.1")}
+	if v := e.eng.Evaluate(context.Background(), req); v.Rule == nil {
+		t.Errorf("with the field: not matched (errors: %v)", e.obs.errs)
+	}
+}
+
 func TestRequestModel(t *testing.T) {
 	for _, tc := range []struct{ when string }{
 		{"request.method == 'POST'"},
+		{"request.method != 'post'"}, // upper case, whatever the client sent
 		{"request.path == '/v1/images/'"},
 		{"request.host == 'api.example.org'"},
 		{"request.scheme == 'http'"},

@@ -132,10 +132,11 @@ func (a activation) ResolveName(name string) (any, bool) {
 	r := a.r
 	switch name {
 	case "request.method":
-		if v, ok := methodValues[r.HTTP.Method]; ok {
+		m := r.method()
+		if v, ok := methodValues[m]; ok {
 			return v, true
 		}
-		return types.String(r.HTTP.Method), true
+		return types.String(m), true
 	case "request.path":
 		return r.pathValue(), true
 	case "request.headers":
@@ -150,6 +151,21 @@ func (a activation) ResolveName(name string) (any, bool) {
 		return types.Bool(f(r)), true
 	}
 	return nil, false
+}
+
+// method is the request's method as rules see it, upper case: methods are
+// case-sensitive (RFC 9110 §9.1), but upstreams commonly fold them (a
+// Django view dispatches "post" as POST), so a rule on POST must see a
+// "post" request too, which is forwarded as sent. No allocation for a
+// method already in upper case.
+func (r *Request) method() string {
+	m := r.HTTP.Method
+	for i := 0; i < len(m); i++ {
+		if 'a' <= m[i] && m[i] <= 'z' {
+			return strings.ToUpper(m)
+		}
+	}
+	return m
 }
 
 // methodValues are the common methods as CEL values, made once: a
