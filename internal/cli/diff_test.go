@@ -71,6 +71,30 @@ rules:
 	}
 }
 
+func TestExplainFiltersTheQueryAsServeDoes(t *testing.T) {
+	// A parameter the route does not allow is dropped before the rules
+	// run (they see what is forwarded), and one over its cap is a 400.
+	file := filepath.Join(t.TempDir(), "q.yaml")
+	if err := os.WriteFile(file, []byte(`
+upstreams: {api: {url: "http://127.0.0.1:9"}}
+routes:
+  - {name: x, path: /, upstream: api, query: {allow: [q, n], max: {n: 5}}}
+rules:
+  - {name: sees-evil, action: deny, when: "'evil' in request.query"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/x?evil=1": "verdict: forward to upstream api",
+		"/x?n=9":    "verdict: 400: query parameter n over its cap",
+		"/x?n=5":    "verdict: forward to upstream api",
+	} {
+		if _, stdout, stderr := run(t, nil, "explain", "--config", file, "GET", path); !strings.Contains(stdout, want) {
+			t.Errorf("explain GET %s: want %q:\n%s%s", path, want, stdout, stderr)
+		}
+	}
+}
+
 func TestExplainGPTBot(t *testing.T) {
 	code, stdout, stderr := run(t, nil, "explain", "--config", "../../examples/mavedb.yaml",
 		"GET", "/api/v1/score-sets/urn:mavedb:00000053-a-1/scores", "-H", "User-Agent: GPTBot/1.2")

@@ -82,6 +82,19 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 	if len(route.Rewrite.Parts) > 0 {
 		ex.UpstreamPath = route.Expand(&st.params)
 	}
+	// The query as serve filters it before the rules run: parameters the
+	// route does not allow are dropped, a value over its cap refused.
+	if route.Query != nil {
+		q, bad := route.Query.Filter(r.URL.RawQuery)
+		if bad != "" {
+			ex.Verdict = "400: query parameter " + bad + " over its cap or not a whole number (the route's query.max)"
+			return ex
+		}
+		u := *r.URL
+		u.RawQuery = q
+		r = r.Clone(ctx)
+		r.URL = &u
+	}
 	ip := g.resolver.Resolve(r.RemoteAddr, r.Header)
 	req := &st.req
 	req.HTTP, req.Path = r, p

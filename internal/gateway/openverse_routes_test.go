@@ -158,6 +158,11 @@ func TestOpenverseExplainShowsTheFence(t *testing.T) {
 	if !strings.Contains(text, "verdict: 404: under /api/ (route group api)") {
 		t.Errorf("explain text:\n%s", text)
 	}
+	// The query as serve filters it: a page_size over its cap is the
+	// 400 serve answers, not a forward.
+	if _, _, _, verdict, _ := explain("/api/search/image/?q=cat&page_size=500"); !strings.HasPrefix(verdict, "400: query parameter page_size") {
+		t.Errorf("explain of page_size=500: verdict %q, want serve's 400", verdict)
+	}
 	for _, path := range []string{"/api/image/" + id, "/api/image/" + id + "/"} {
 		route, fence, upstream, _, text := explain(path)
 		if route != "api-single" || fence != "api" || upstream != "/v1/images/"+id+"/" {
