@@ -190,11 +190,13 @@ func ParseWindow(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// FormatWindow formats d as briefly as ParseWindow reads it back: "5m",
-// "1d", "90s", "1h30m".
+// FormatWindow formats d in one unit, the largest that divides it, as
+// ParseWindow reads it back: "5m", "1d", "90s", "90m" (1h30m), "1.5s".
 func FormatWindow(d time.Duration) string {
 	const day = 24 * time.Hour
 	switch {
+	case d == 0:
+		return "0s" // an invalid window, named in errors: not "0h"
 	case d >= day && d%day == 0:
 		return strconv.FormatInt(int64(d/day), 10) + "d"
 	case d%time.Hour == 0:
