@@ -289,6 +289,9 @@ func (h *ExplainHeaders) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// explainHost is an explained request's Host when the body gives none.
+const explainHost = "floodgate.invalid"
+
 // Build turns the description into the request the gateway would see.
 func (er ExplainRequest) Build() (*http.Request, error) {
 	if er.Method == "" {
@@ -297,7 +300,7 @@ func (er ExplainRequest) Build() (*http.Request, error) {
 	if !strings.HasPrefix(er.Path, "/") {
 		return nil, errors.New("path must start with /")
 	}
-	req, err := http.NewRequest(strings.ToUpper(er.Method), "http://floodgate.invalid"+er.Path, nil)
+	req, err := http.NewRequest(strings.ToUpper(er.Method), "http://"+explainHost+er.Path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("invalid request: %w", err)
 	}
@@ -306,7 +309,7 @@ func (er ExplainRequest) Build() (*http.Request, error) {
 	for _, k := range slices.Sorted(maps.Keys(er.Headers)) {
 		vs := er.Headers[k]
 		if strings.EqualFold(k, "Host") {
-			if len(vs) != 1 || req.Host != "floodgate.invalid" {
+			if len(vs) != 1 || req.Host != explainHost { // one Host, one spelling
 				return nil, errors.New("a request has one Host")
 			}
 			req.Host = vs[0]

@@ -71,7 +71,6 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 	return f, g, nil
 }
 
-// dedupe drops repeated problems (a field reported by two stages).
 // compileCheck compiles f, defaults applied, as serve would but against a
 // store of its own, so that the problems only compiling finds (conditions,
 // limits, keys) are found in a file that also has others. Problems with a
@@ -91,6 +90,7 @@ func reportProblems(w io.Writer, file string, problems config.Problems) {
 	fmt.Fprintf(w, "%s: %d problem%s\n", file, len(problems), plural(len(problems)))
 }
 
+// dedupe drops repeated problems (a field reported by two stages).
 func dedupe(ps config.Problems) config.Problems {
 	seen := map[string]bool{}
 	out := ps[:0]

@@ -465,8 +465,6 @@ func CostForms() []string {
 	return []string{CostRequests, CostUpstreamSeconds, CostResponseBytes, "header:NAME"}
 }
 
-// ParseCost parses a rule's cost: requests, upstream_seconds,
-// response_bytes or header:NAME (the header name is canonicalised).
 // spaceHint is what to write instead of prefix:name when only the
 // blanks around name keep it from being a header name ("header: X-A").
 func spaceHint(prefix, name string) string {
@@ -476,6 +474,8 @@ func spaceHint(prefix, name string) string {
 	return ""
 }
 
+// ParseCost parses a rule's cost: requests, upstream_seconds,
+// response_bytes or header:NAME (the header name is canonicalised).
 func ParseCost(s string) (kind, header string, err error) {
 	switch s {
 	case "", CostRequests:

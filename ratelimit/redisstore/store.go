@@ -655,7 +655,7 @@ func (s *Store) Stats() Stats {
 	}
 	if cp := s.client.Load(); cp != nil {
 		st.Connected = true
-		st.Up = s.open.Load() == 0 && !s.pingDown.Load()
+		st.Up = s.Up()
 		st.Cluster = (*cp).Mode() == rueidis.ClientModeCluster
 	}
 	return st
