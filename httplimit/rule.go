@@ -31,9 +31,10 @@ type RuleSpec struct {
 	Limits []ratelimit.Limit
 	// Key says what requests are counted by. Default (the zero Key) ByIP.
 	Key Key
-	// RetryAfter, if positive, is the Retry-After of every answer the rule
-	// gives, instead of the limiter's exact wait (MaveDB answers with
-	// Retry-After: 300). Default 0: computed.
+	// RetryAfter, if positive, is the Retry-After of every HTTP answer the
+	// rule gives, instead of the limiter's exact wait (MaveDB answers with
+	// Retry-After: 300); Take still returns the exact wait. Default 0:
+	// computed.
 	RetryAfter time.Duration
 	// Message, if not empty, replaces the answers' detail text: a text per
 	// language tag ("en", "es"), the empty tag meaning the default
@@ -256,6 +257,10 @@ func (r *Rule) Check(w http.ResponseWriter, req *http.Request, key string) bool 
 //     and the Decision is the failure policy's: Allowed under FailOpen;
 //     under FailClosed refused with RetryAfter
 //     Options.FailClosedRetryAfter and Remaining 0.
+//
+// RetryAfter is the limiter's exact wait: the rule's fixed
+// RuleSpec.RetryAfter is what its HTTP answers say, not what Take
+// returns, so that a caller that schedules a retry can do it on time.
 //
 // A refused event consumes no quota. Take does not retain key.
 func (r *Rule) Take(ctx context.Context, key string) (ratelimit.Decision, error) {
