@@ -134,7 +134,7 @@ rules:
 	if strings.Contains(stdout+stderr, "s3cretpw") {
 		t.Errorf("validate printed the store's password:\n%s%s", stdout, stderr)
 	}
-	if want := "store:     redis://:redacted@127.0.0.1:6379/0 (failure_policy fail_closed)\n"; !strings.Contains(stdout, want) {
+	if want := "store:     redis://:xxxxx@127.0.0.1:6379/0 (failure_policy fail_closed)\n"; !strings.Contains(stdout, want) {
 		t.Errorf("validate's summary lacks %q:\n%s", want, stdout)
 	}
 }

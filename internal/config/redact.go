@@ -48,8 +48,9 @@ func redact(v reflect.Value, secret bool) {
 }
 
 // maskURLPassword replaces the password of a URL-shaped s
-// (SCHEME://USER:PASSWORD@HOST…) by "redacted". It does not parse s as
-// net/url does: the Redis store's URLs hold what net/url refuses (a
+// (SCHEME://USER:PASSWORD@HOST…) by "xxxxx", as net/url's URL.Redacted
+// and the Redis store's own log lines do. It does not parse s as net/url
+// does: the Redis store's URLs hold what net/url refuses (a
 // password with "^" or "{", a cluster's several bracketed IPv6 hosts), and
 // such a password must be masked all the same. The authority runs to the
 // first "/", "?" or "#", and its user information to its last "@" — as
@@ -71,7 +72,7 @@ func maskURLPassword(s string) (string, bool) {
 	if !hasPassword {
 		return s, false
 	}
-	return scheme + "://" + user + ":redacted@" + authority[at+1:] + tail, true
+	return scheme + "://" + user + ":xxxxx@" + authority[at+1:] + tail, true
 }
 
 // isScheme reports whether s is a URL scheme: a letter, then letters,

@@ -13,7 +13,7 @@ func TestRedacted(t *testing.T) {
 	if r.Admin.Token != "[redacted]" {
 		t.Errorf("token = %q", r.Admin.Token)
 	}
-	if r.Store.URL != "redis://user:redacted@10.0.0.1:6379/0" {
+	if r.Store.URL != "redis://user:xxxxx@10.0.0.1:6379/0" {
 		t.Errorf("store url = %q", r.Store.URL)
 	}
 	if r.Upstreams["api"].URL != "http://127.0.0.1:8081" || r.Rules[0].Message[""] != "hello" {

@@ -18,15 +18,15 @@ func storeURLShown(u string) string {
 // whole: by validate, /admin/config and serve's log).
 func TestRedactedStoreURLs(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"redis://:pw^{secret}@127.0.0.1:1/0", "redis://:redacted@127.0.0.1:1/0"},
-		{"redis://:p w|\"<>\\@10.0.0.1:6379", "redis://:redacted@10.0.0.1:6379"},
-		{"redis://:pw@[::1]:6379,[::2]:6379", "redis://:redacted@[::1]:6379,[::2]:6379"},
-		{"rediss://app:s3cr@t@cache.internal:6380/2?timeout=50ms", "rediss://app:redacted@cache.internal:6380/2?timeout=50ms"},
-		{"valkey://default:hunter2@h1:6379,h2:6379", "valkey://default:redacted@h1:6379,h2:6379"},
+		{"redis://:pw^{secret}@127.0.0.1:1/0", "redis://:xxxxx@127.0.0.1:1/0"},
+		{"redis://:p w|\"<>\\@10.0.0.1:6379", "redis://:xxxxx@10.0.0.1:6379"},
+		{"redis://:pw@[::1]:6379,[::2]:6379", "redis://:xxxxx@[::1]:6379,[::2]:6379"},
+		{"rediss://app:s3cr@t@cache.internal:6380/2?timeout=50ms", "rediss://app:xxxxx@cache.internal:6380/2?timeout=50ms"},
+		{"valkey://default:hunter2@h1:6379,h2:6379", "valkey://default:xxxxx@h1:6379,h2:6379"},
 		{"redis://user@host:6379", "redis://user@host:6379"}, // no password: nothing to mask
 		{"redis://host:6379/0?timeout=1s", "redis://host:6379/0?timeout=1s"},
 		{"memory", "memory"},
-		{" redis://:hunter2@h:1", " redis://:redacted@h:1"}, // the store trims blanks
+		{" redis://:hunter2@h:1", " redis://:xxxxx@h:1"}, // the store trims blanks
 	} {
 		if got := storeURLShown(tc.in); got != tc.want {
 			t.Errorf("Redacted(%q) = %q, want %q", tc.in, got, tc.want)
