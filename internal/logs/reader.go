@@ -51,6 +51,8 @@ func ParseFormat(s string) (Format, error) {
 	return Auto, fmt.Errorf("unknown log format %q (allowed: %s)", s, strings.Join(formatNames[:], ", "))
 }
 
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
 // Sizes of the Reader's buffer and of the sample used for detection.
 const (
 	// MaxLineLength is the longest line a Reader parses; longer lines
@@ -95,9 +97,11 @@ type Reader struct {
 
 // NewReader returns a Reader of the log in r: gzip-compressed or not
 // (detected by the gzip magic bytes), in format f, or, when f is Auto, in
-// the format that parses most of its first lines (see Format). The error
-// is about reading r; a log whose format cannot be detected is read with
-// every line counted as unparsed, and Format returns Auto.
+// the format that parses most of its first lines (see Format). A UTF-8
+// byte order mark at the start of the log (after decompression) is
+// skipped. The error is about reading r; a log whose format cannot be
+// detected is read with every line counted as unparsed, and Format
+// returns Auto.
 func NewReader(r io.Reader, f Format) (*Reader, error) {
 	rd := &Reader{format: f}
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -116,6 +120,17 @@ func NewReader(r io.Reader, f Format) (*Reader, error) {
 	}
 	rd.br = bufio.NewReaderSize(src, bufferSize)
 	rd.rec.Bytes = -1
+	// A UTF-8 byte order mark, written by Windows tools and some editors
+	// at the start of a text file, would otherwise become part of the
+	// first line: of its client's name, or a JSON line that no longer
+	// parses.
+	bom, err := rd.br.Peek(len(utf8BOM))
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	if bytes.Equal(bom, utf8BOM) {
+		_, _ = rd.br.Discard(len(utf8BOM))
+	}
 	if f == Auto {
 		sample, err := rd.br.Peek(detectBytes)
 		if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {

@@ -564,3 +564,41 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
+
+// TestReaderByteOrderMark checks that a UTF-8 byte order mark at the
+// start of a log, which Windows tools and some editors write, is not read
+// as part of the first line: the first record is the same as the second,
+// in every format, detected or given, compressed or not.
+func TestReaderByteOrderMark(t *testing.T) {
+	const bom = "\xef\xbb\xbf"
+	for f, cases := range parseCases {
+		line := cases[0].line
+		for _, tc := range []struct {
+			name   string
+			format Format
+			gzip   bool
+		}{
+			{"detected", Auto, false},
+			{"given", f, false},
+			{"detected, gzip", Auto, true},
+		} {
+			t.Run(f.String()+"/"+tc.name, func(t *testing.T) {
+				input := []byte(bom + line + "\n" + line + "\n")
+				if tc.gzip {
+					var buf bytes.Buffer
+					zw := gzip.NewWriter(&buf)
+					zw.Write(input)
+					zw.Close()
+					input = buf.Bytes()
+				}
+				recs, c, got := readAll(t, bytes.NewReader(input), tc.format)
+				if got != f || c != (Counts{Lines: 2, Parsed: 2}) {
+					t.Fatalf("read as %v with %+v, want %v with 2 lines parsed", got, c, f)
+				}
+				if diff := cmp.Diff(recs[0], recs[1]); diff != "" {
+					t.Errorf("first record differs from the second (-first +second):\n%s", diff)
+				}
+			})
+		}
+	}
+}
