@@ -17,8 +17,8 @@ type File struct {
 	Format string `json:"format"`
 	Counts
 	// FirstUnparsedLine is the number of the first line that did not
-	// parse (among non-empty lines), 0 if all did. Its content is not
-	// kept: it may hold a client address.
+	// parse, 0 if all did: its line number in the file, blank lines
+	// included. Its content is not kept: it may hold a client address.
 	FirstUnparsedLine int64 `json:"first_unparsed_line,omitempty"`
 }
 

@@ -63,10 +63,12 @@ const (
 	detectLines   = 64
 )
 
-// Counts are a Reader's line counts. Lines are non-empty lines; every one
-// is either Parsed or Unparsed.
+// Counts are a Reader's line counts. Lines are the lines that are not
+// blank (empty or only spaces and tabs): blank lines hold no record and
+// are neither parsed nor unparsed, so that every line counted is either
+// Parsed or Unparsed.
 type Counts struct {
-	Lines    int64 `json:"lines"`    // non-empty lines read
+	Lines    int64 `json:"lines"`    // non-blank lines read
 	Parsed   int64 `json:"parsed"`   // lines that gave a record
 	Unparsed int64 `json:"unparsed"` // lines counted and skipped
 }
@@ -89,6 +91,8 @@ type Reader struct {
 	tc     timeCache
 	counts Counts
 	err    error
+	// line is the number of the last line read, blank ones included.
+	line int64
 	// The first line that did not parse (at most 200 bytes of it) and
 	// its number, for messages.
 	firstUnparsed []byte
@@ -148,9 +152,10 @@ func (r *Reader) Format() Format { return r.format }
 // Counts returns the lines read so far.
 func (r *Reader) Counts() Counts { return r.counts }
 
-// FirstUnparsed returns the number (1-based, among non-empty lines) and
-// the first 200 bytes of the first line that did not parse; 0 and nil if
-// every line did.
+// FirstUnparsed returns the number and the first 200 bytes of the first
+// line that did not parse; 0 and nil if every line did. The number is the
+// line's in the log (1-based, blank lines included), so that an editor or
+// `sed -n Np` finds it.
 func (r *Reader) FirstUnparsed() (int64, []byte) { return r.unparsedLine, r.firstUnparsed }
 
 // Err returns the first error reading the log (not a parse error: those
@@ -168,6 +173,7 @@ func (r *Reader) Next() bool {
 		line, err := r.br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: unparsed, skip the rest.
+			r.line++
 			r.counts.Lines++
 			r.unparsed(line)
 			for errors.Is(err, bufio.ErrBufferFull) {
@@ -181,6 +187,7 @@ func (r *Reader) Next() bool {
 		if err != nil && (err != io.EOF || len(line) == 0) {
 			return r.fail(err)
 		}
+		r.line++
 		line = trimEOL(line)
 		if len(line) == 0 || allSpace(line) {
 			if err != nil {
@@ -204,7 +211,7 @@ func (r *Reader) Next() bool {
 func (r *Reader) unparsed(line []byte) {
 	r.counts.Unparsed++
 	if r.firstUnparsed == nil {
-		r.unparsedLine = r.counts.Lines
+		r.unparsedLine = r.line
 		r.firstUnparsed = append([]byte(nil), line[:min(len(line), 200)]...)
 	}
 }

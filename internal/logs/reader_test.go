@@ -602,3 +602,40 @@ func TestReaderByteOrderMark(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstUnparsedLineNumber checks that the line reported as the first
+// not parsed is the file's own line number, blank lines included, so that
+// an editor or `sed -n Np` finds it; Lines counts only the non-blank
+// lines.
+func TestFirstUnparsedLineNumber(t *testing.T) {
+	good := parseCases[Common][0].line
+	long := strings.Repeat("x", MaxLineLength+10)
+	for _, tc := range []struct {
+		name  string
+		input string
+		want  Counts
+		line  int64
+	}{
+		{"blank lines before", good + "\n" + good + "\n\n\n\nbad\n", Counts{Lines: 3, Parsed: 2, Unparsed: 1}, 6},
+		{"leading blank lines", "\n\nbad\n" + good + "\n", Counts{Lines: 2, Parsed: 1, Unparsed: 1}, 3},
+		{"spaces and CRLF", good + "\r\n   \r\n\t\r\n" + good + "\r\nbad\r\n", Counts{Lines: 3, Parsed: 2, Unparsed: 1}, 5},
+		{"last line without newline", good + "\n\n" + "bad", Counts{Lines: 2, Parsed: 1, Unparsed: 1}, 3},
+		{"over-long line", good + "\n\n" + long + "\nbad\n", Counts{Lines: 3, Parsed: 1, Unparsed: 2}, 3},
+		{"after an over-long line", good + "\n" + long + "\n" + good + "\n\nbad\n", Counts{Lines: 4, Parsed: 2, Unparsed: 2}, 2},
+		{"all parse", good + "\n\n" + good + "\n", Counts{Lines: 2, Parsed: 2}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := filepath.Join(t.TempDir(), "access.log")
+			if err := os.WriteFile(name, []byte(tc.input), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files, err := ReadFiles([]string{name}, ReadOptions{Format: Common}, func(*Record) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := files[0]; f.Counts != tc.want || f.FirstUnparsedLine != tc.line {
+				t.Errorf("ReadFiles = %+v, first unparsed line %d; want %+v, line %d", f.Counts, f.FirstUnparsedLine, tc.want, tc.line)
+			}
+		})
+	}
+}
