@@ -59,7 +59,6 @@ const (
 	// are counted as unparsed and skipped.
 	MaxLineLength = 1 << 20
 	bufferSize    = MaxLineLength
-	detectBytes   = 64 << 10
 	detectLines   = 64
 )
 
@@ -105,7 +104,9 @@ type Reader struct {
 // byte order mark at the start of the log (after decompression) is
 // skipped. The error is about reading r; a log whose format cannot be
 // detected is read with every line counted as unparsed, and Format
-// returns Auto.
+// returns Auto. Detecting, NewReader reads past lines longer than
+// MaxLineLength at the start of the log and counts them as unparsed, as
+// Next would.
 func NewReader(r io.Reader, f Format) (*Reader, error) {
 	rd := &Reader{format: f}
 	br := bufio.NewReaderSize(r, 64<<10)
@@ -136,13 +137,38 @@ func NewReader(r io.Reader, f Format) (*Reader, error) {
 		_, _ = rd.br.Discard(len(utf8BOM))
 	}
 	if f == Auto {
-		sample, err := rd.br.Peek(detectBytes)
-		if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		sample, err := rd.sample()
+		if err != nil {
 			return nil, err
 		}
 		rd.format = Detect(sample)
 	}
 	return rd, nil
+}
+
+// sample returns the start of the log for Detect: as much as the buffer
+// holds, so that lines up to MaxLineLength long at the start, which Next
+// parses, still leave whole lines to detect from. Lines longer than that
+// hold no line end within the buffer: sample reads past them, counting
+// them as unparsed, since nothing after them could be seen otherwise.
+func (r *Reader) sample() ([]byte, error) {
+	for {
+		b, err := r.br.Peek(bufferSize)
+		if err != nil && err != io.EOF {
+			return nil, err
+		}
+		if len(b) < bufferSize || bytes.IndexByte(b, '\n') >= 0 {
+			return b, nil
+		}
+		start, _ := r.br.ReadSlice('\n') // bufio.ErrBufferFull
+		switch err := r.skipLong(start); err {
+		case nil:
+		case io.EOF:
+			return nil, nil
+		default:
+			return nil, err
+		}
+	}
 }
 
 // Format returns the format the Reader parses: the one given to NewReader
@@ -172,14 +198,7 @@ func (r *Reader) Next() bool {
 	for {
 		line, err := r.br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: unparsed, skip the rest.
-			r.line++
-			r.counts.Lines++
-			r.unparsed(line)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.br.ReadSlice('\n')
-			}
-			if err != nil {
+			if err := r.skipLong(line); err != nil {
 				return r.fail(err)
 			}
 			continue
@@ -205,6 +224,20 @@ func (r *Reader) Next() bool {
 			return r.fail(err)
 		}
 	}
+}
+
+// skipLong counts a line longer than the buffer, of which start is the
+// beginning, as unparsed and reads past its end. The error is the one
+// that ended the line, if any: io.EOF when it was the last.
+func (r *Reader) skipLong(start []byte) error {
+	r.line++
+	r.counts.Lines++
+	r.unparsed(start)
+	err := bufio.ErrBufferFull
+	for errors.Is(err, bufio.ErrBufferFull) {
+		_, err = r.br.ReadSlice('\n')
+	}
+	return err
 }
 
 // unparsed counts line, already counted in Lines, as unparsed.

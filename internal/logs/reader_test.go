@@ -639,3 +639,52 @@ func TestFirstUnparsedLineNumber(t *testing.T) {
 		})
 	}
 }
+
+// TestDetectAfterLongLines checks that the format of a log whose first
+// lines are long is still detected from the lines that follow, and that
+// a long line under MaxLineLength is then parsed like any other.
+func TestDetectAfterLongLines(t *testing.T) {
+	good := parseCases[Combined][0].line
+	// A combined line whose path alone is n bytes long.
+	longPath := func(n int) string {
+		return `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET /` + strings.Repeat("a", n) + ` HTTP/1.1" 200 1 "-" "curl/8"`
+	}
+	rest := strings.Repeat(good+"\n", 50)
+	for _, tc := range []struct {
+		name  string
+		input string
+		gzip  bool
+		want  Counts
+		line  int64 // the first unparsed line
+	}{
+		{"70,000-byte first line", longPath(70000) + "\n" + rest, false, Counts{Lines: 51, Parsed: 51}, 0},
+		{"70,000-byte first line, gzip", longPath(70000) + "\n" + rest, true, Counts{Lines: 51, Parsed: 51}, 0},
+		{"blank lines, then a long line", "\n\n" + longPath(200000) + "\n" + rest, false, Counts{Lines: 51, Parsed: 51}, 0},
+		{"first line just under the limit", longPath(MaxLineLength-200) + "\n" + rest, false, Counts{Lines: 51, Parsed: 51}, 0},
+		{"first line over the limit", longPath(MaxLineLength+10) + "\n" + rest, false, Counts{Lines: 51, Parsed: 50, Unparsed: 1}, 1},
+		{"two lines over the limit", longPath(MaxLineLength+10) + "\n" + longPath(3*MaxLineLength) + "\n" + rest, false, Counts{Lines: 52, Parsed: 50, Unparsed: 2}, 1},
+		{"over the limit, then under", longPath(MaxLineLength+10) + "\n\n" + longPath(MaxLineLength-200) + "\n" + rest, false, Counts{Lines: 52, Parsed: 51, Unparsed: 1}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte(tc.input)
+			if tc.gzip {
+				var buf bytes.Buffer
+				zw := gzip.NewWriter(&buf)
+				zw.Write(data)
+				zw.Close()
+				data = buf.Bytes()
+			}
+			name := filepath.Join(t.TempDir(), "access.log")
+			if err := os.WriteFile(name, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			files, err := ReadFiles([]string{name}, ReadOptions{}, func(*Record) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := files[0]; f.Format != "combined" || f.Counts != tc.want || f.FirstUnparsedLine != tc.line {
+				t.Errorf("ReadFiles = %s %+v, first unparsed line %d; want combined %+v, line %d", f.Format, f.Counts, f.FirstUnparsedLine, tc.want, tc.line)
+			}
+		})
+	}
+}
