@@ -8,7 +8,7 @@ import (
 )
 
 // AWS WAF logs: one JSON object a line, with "timestamp" (Unix
-// milliseconds), "action", "terminatingRuleId", "terminatingRuleType",
+// milliseconds, 1970 to 2261), "action", "terminatingRuleId", "terminatingRuleType",
 // "responseCodeSent" and "httpRequest": {"clientIp", "uri", "args",
 // "httpMethod", "headers": [{"name", "value"}]}. A request blocked by a
 // rate-based rule (terminatingRuleType RATE_BASED) has BlockedBy set to
@@ -25,8 +25,11 @@ func parseWAF(r *Record, line []byte, s *scratch) bool {
 		}
 		switch string(k) {
 		case "timestamp":
+			// Unix milliseconds. Before 1970 there was no AWS WAF; past
+			// maxUnixMilli the nanoseconds would not fit in an int64, and
+			// the other formats refuse those years too.
 			ms, ok := jsonInt(v)
-			if !ok || ms < -9e15 || ms > 9e15 {
+			if !ok || ms < 0 || ms > maxUnixMilli {
 				return false
 			}
 			r.Time, haveTime = ms*1e6, true

@@ -136,6 +136,17 @@ var parseCases = map[Format][]parseCase{
 		{"truncated", `{"timestamp":1576280412771,"httpRequest":{"clientIp":"1.1.1.1"`, false, want{}},
 		{"not an object", `[1,2,3]`, false, want{}},
 		{"timestamp a string", `{"timestamp":"now","httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"timestamp zero", `{"timestamp":0,"httpRequest":{"clientIp":"1.1.1.1"}}`, true,
+			want{Time: "1970-01-01T00:00:00Z", Client: "1.1.1.1", Bytes: -1}},
+		{"last millisecond of 2261", `{"timestamp":9214646399999,"httpRequest":{"clientIp":"1.1.1.1"}}`, true,
+			want{Time: "2261-12-31T23:59:59.999Z", Client: "1.1.1.1", Bytes: -1}},
+		{"first millisecond of 2262", `{"timestamp":9214646400000,"httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"timestamp past int64 nanoseconds", `{"timestamp":9300000000000,"httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"timestamp far past int64 nanoseconds", `{"timestamp":100000000000000,"httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"largest timestamp read", `{"timestamp":999999999999999999,"httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"negative timestamp", `{"timestamp":-5000,"httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
+		{"negative zero timestamp", `{"timestamp":-0,"httpRequest":{"clientIp":"1.1.1.1"}}`, true,
+			want{Time: "1970-01-01T00:00:00Z", Client: "1.1.1.1", Bytes: -1}},
 		{"deep nesting", `{"timestamp":1,"x":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `,"httpRequest":{"clientIp":"1.1.1.1"}}`, false, want{}},
 		{"bad escape", `{"timestamp":1,"httpRequest":{"clientIp":"1.1.1.1","uri":"/\q"}}`, true,
 			want{Time: "1970-01-01T00:00:00.001Z", Client: "1.1.1.1", Bytes: -1}},
@@ -515,6 +526,11 @@ func fuzzParse(f *testing.F, format Format) {
 		}
 		if rec.Duration < 0 {
 			t.Errorf("Duration = %v", rec.Duration)
+		}
+		// WAF's Unix milliseconds, multiplied into nanoseconds, must
+		// neither wrap around nor go before 1970.
+		if format == WAF && (rec.Time < 0 || rec.Time%1e6 != 0) {
+			t.Errorf("Time = %d", rec.Time)
 		}
 		if format != WAF && format != Floodgate {
 			for _, b := range [][]byte{rec.Client, rec.Method, rec.Target, rec.Host, rec.UserAgent} {

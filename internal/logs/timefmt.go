@@ -68,11 +68,22 @@ func daysIn(y, m int) int {
 	return 31
 }
 
+// The years a timestamp may have: those whose every instant fits in
+// int64 Unix nanoseconds (1677-09-21 to 2262-04-11).
+const (
+	minYear = 1678
+	maxYear = 2261
+)
+
+// maxUnixMilli is the last millisecond of maxYear, the latest timestamp
+// read where a log gives Unix milliseconds.
+var maxUnixMilli = daysFromCivil(maxYear+1, 1, 1)*86400*1000 - 1
+
 // unixNanos returns the Unix nanoseconds of a UTC civil time, or false if
 // a field is out of range. A leap second (60) counts as the next second.
-// Years are limited to 1678–2261, the range of int64 nanoseconds.
+// Years are limited to minYear–maxYear, the range of int64 nanoseconds.
 func unixNanos(y, mo, d, h, mi, s, nanos int) (int64, bool) {
-	if y < 1678 || y > 2261 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) ||
+	if y < minYear || y > maxYear || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) ||
 		h > 23 || mi > 59 || s > 60 || h < 0 || mi < 0 || s < 0 {
 		return 0, false
 	}
