@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 )
 
 // File is what reading one log found.
@@ -52,6 +53,11 @@ func ReadFiles(names []string, o ReadOptions, fn func(*Record)) ([]File, error) 
 		if err != nil {
 			return nil, readError(n, err)
 		}
+		if st.IsDir() {
+			// Refused before any file is read, and in the same words
+			// on every system.
+			return nil, fmt.Errorf("read %s: is a directory", n)
+		}
 		total += st.Size()
 	}
 	var done int64
@@ -70,7 +76,8 @@ func ReadFiles(names []string, o ReadOptions, fn func(*Record)) ([]File, error) 
 }
 
 // readError says which file could not be read and why, without the
-// system call's name an os.PathError carries ("read stat x.log: …").
+// system call and the path an os.PathError carries ("read x.log: read
+// x.log: is a directory").
 func readError(name string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -98,7 +105,7 @@ func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total i
 	cr := &countingReader{r: src}
 	rd, err := NewReader(cr, o.Format)
 	if err != nil {
-		return res, fmt.Errorf("read %s: %w", name, err)
+		return res, readError(name, err)
 	}
 	res.Format = rd.Format().String()
 	base := *done
@@ -112,9 +119,44 @@ func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total i
 	res.Counts = rd.Counts()
 	res.FirstUnparsedLine, _ = rd.FirstUnparsed()
 	if err := rd.Err(); err != nil {
-		return res, fmt.Errorf("read %s: %w", name, err)
+		return res, readError(name, err)
 	}
 	return res, nil
+}
+
+// NoRecords returns the error of a reading of files in which no line
+// gave a record, or nil if one did. It names the files that held no line
+// at all (empty, or only blank lines): every line of the others was
+// counted as not parsed, which their Counts say, file by file.
+func NoRecords(files []File) error {
+	for _, f := range files {
+		if f.Parsed > 0 {
+			return nil
+		}
+	}
+	const none = "no line of the input could be read as a log record"
+	var empty []string
+	for _, f := range files {
+		if f.Lines == 0 {
+			name := f.Name
+			if name == "-" {
+				name = "standard input"
+			}
+			empty = append(empty, name)
+		}
+	}
+	// A glob of many empty files names a few of them.
+	const named = 3
+	switch n := len(empty); {
+	case n == 0:
+		return errors.New(none)
+	case n == 1:
+		return fmt.Errorf("%s: %s is empty", none, empty[0])
+	case n <= named:
+		return fmt.Errorf("%s: %s and %s are empty", none, strings.Join(empty[:n-1], ", "), empty[n-1])
+	default:
+		return fmt.Errorf("%s: %s and %d other files are empty", none, strings.Join(empty[:named], ", "), n-named)
+	}
 }
 
 type countingReader struct {

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -700,6 +701,90 @@ func TestDetectAfterLongLines(t *testing.T) {
 			}
 			if f := files[0]; f.Format != "combined" || f.Counts != tc.want || f.FirstUnparsedLine != tc.line {
 				t.Errorf("ReadFiles = %s %+v, first unparsed line %d; want combined %+v, line %d", f.Format, f.Counts, f.FirstUnparsedLine, tc.want, tc.line)
+			}
+		})
+	}
+}
+
+// TestReadFilesErrorsNameTheFileOnce checks the messages of files that
+// cannot be read: each names the file once, with the reason, and not the
+// system call.
+func TestReadFilesErrorsNameTheFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.log")
+	if err := os.WriteFile(good, []byte(parseCases[Common][0].line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An open directory as standard input: opened, but not readable.
+	d, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, tc := range []struct {
+		name  string
+		files []string
+		stdin io.Reader
+		want  string
+	}{
+		{"directory", []string{dir}, nil, "read " + dir + ": is a directory"},
+		{"directory after a file", []string{good, dir}, nil, "read " + dir + ": is a directory"},
+		{"missing", []string{filepath.Join(dir, "nope.log")}, nil, "read " + filepath.Join(dir, "nope.log") + ": no such file or directory"},
+		{"unreadable standard input", []string{"-"}, d, "read -: is a directory"},
+		{"read error", []string{"-"}, &errReader{n: 1}, "read -: disk on fire"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ReadFiles(tc.files, ReadOptions{Stdin: tc.stdin}, func(*Record) {})
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("ReadFiles(%q) error = %v, want %q", tc.files, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestNoRecords checks the error of a reading that gave no record: it
+// names the files that were empty, which no other message does.
+func TestNoRecords(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	empty := write("empty.log", "")
+	blank := write("blank.log", "\n  \n\r\n")
+	bad := write("bad.log", "not a log line\n")
+	good := write("good.log", parseCases[Common][0].line+"\n")
+	var many []string
+	for i := range 5 {
+		many = append(many, write(fmt.Sprintf("empty%d.log", i), ""))
+	}
+	const none = "no line of the input could be read as a log record"
+	for _, tc := range []struct {
+		name  string
+		files []string
+		stdin string
+		want  string // "" for no error
+	}{
+		{"one empty file", []string{empty}, "", none + ": " + empty + " is empty"},
+		{"blank lines only", []string{blank}, "", none + ": " + blank + " is empty"},
+		{"empty standard input", []string{"-"}, "", none + ": standard input is empty"},
+		{"empty and unparsed", []string{empty, bad, blank}, "", none + ": " + empty + " and " + blank + " are empty"},
+		{"unparsed only", []string{bad}, "", none},
+		{"many empty files", many, "", none + ": " + many[0] + ", " + many[1] + ", " + many[2] + " and 2 other files are empty"},
+		{"one file parsed", []string{empty, good}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := ReadFiles(tc.files, ReadOptions{Stdin: strings.NewReader(tc.stdin)}, func(*Record) {})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = NoRecords(files)
+			if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || err != nil && got != tc.want {
+				t.Errorf("NoRecords = %v, want %q", err, tc.want)
 			}
 		})
 	}
