@@ -83,25 +83,34 @@ func parseCLF(r *Record, line []byte, combined bool, tc *timeCache) bool {
 		return false
 	}
 	r.Client = line[:sp]
-	// ident and authuser, then the bracketed time.
-	lb := bytes.IndexByte(line[sp:], '[')
-	if lb < 0 {
-		return false
+	// ident and user, then the time: the first "[…]" after a space that
+	// holds a valid time and is followed by ` "`, the request's opening
+	// quote. The user name (%u, nginx's $remote_user, which nginx fills
+	// from any Authorization header) is logged as sent, spaces and
+	// brackets included, so it may hold what looks like a time; but not
+	// a bare '"' (Apache writes \", nginx \x22), so no "[…]" in it is
+	// followed by ` "` and the first candidate is the time. The last one
+	// would do as well, but costs a scan of the whole line and trusts
+	// the fields after the time instead. (A log written without escapes,
+	// nginx's escape=none, lets a user name forge its line either way.)
+	i := sp
+	for {
+		lb := bytes.IndexByte(line[i+1:], '[')
+		if lb < 0 {
+			return false
+		}
+		i += 1 + lb
+		if i+30 > len(line) {
+			return false // and so would every later "["
+		}
+		if line[i-1] == ' ' && line[i+27] == ']' && line[i+28] == ' ' && line[i+29] == '"' {
+			if t, ok := tc.parse(line[i+1:i+27], parseCLFTime); ok {
+				r.Time = t
+				break
+			}
+		}
 	}
-	i := sp + lb
-	if i+28 > len(line) || line[i+27] != ']' || line[i-1] != ' ' {
-		return false
-	}
-	t, ok := tc.parse(line[i+1:i+27], parseCLFTime)
-	if !ok {
-		return false
-	}
-	r.Time = t
-	i += 28
-	if i+1 >= len(line) || line[i] != ' ' {
-		return false
-	}
-	req, i, ok := quoted(line, i+1)
+	req, i, ok := quoted(line, i+29)
 	if !ok {
 		return false
 	}

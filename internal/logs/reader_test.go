@@ -89,6 +89,33 @@ var parseCases = map[Format][]parseCase{
 		{"leading space", ` 1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
 		{"year out of range", `1.2.3.4 - - [17/May/9999:10:05:03 +0000] "GET / HTTP/1.1" 200 1`, false, want{}},
 		{"only brackets", `x [`, false, want{}},
+		// The user name (%u, nginx's $remote_user, filled from any
+		// Authorization header) is written with its spaces and brackets.
+		{"user name with a bracket", `127.0.0.1 - [x [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		{"user name with spaces and brackets", `127.0.0.1 - a [b] c ]] [[ [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		{"user name a bracket right before the time", `127.0.0.1 - [ [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		{"user name of many brackets", `127.0.0.1 - ` + strings.Repeat("[", 5000) + ` [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		{"a time in the user name", `127.0.0.1 - [01/Jan/2020:00:00:00 +0000] [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		{"a time and a request in the user name, Apache's escapes", `127.0.0.1 - x [01/Jan/2020:00:00:00 +0000] \"GET /fake HTTP/1.1\" 200 1 [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		{"a time and a request in the user name, nginx's escapes", `127.0.0.1 - x [01/Jan/2020:00:00:00 +0000] \x22GET /fake HTTP/1.1\x22 200 1 [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		{"an invalid time followed by a quote in the user name", `127.0.0.1 - [31/Feb/2026:14:20:09 +0000] "x [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3}},
+		// Logged without escapes (nginx escape=none), a user name can
+		// forge the rest of the line: the first time followed by a
+		// quote is taken.
+		{"unescaped quote in the user name", `127.0.0.1 - x [01/Jan/2020:00:00:00 +0000] "GET /fake HTTP/1.1" 200 1 [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, true,
+			want{Time: "2020-01-01T00:00:00Z", Client: "127.0.0.1", Method: "GET", Target: "/fake", Status: 200, Bytes: 1}},
+		{"no space before the time", `127.0.0.1 - [[02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3`, false, want{}},
+		{"time not followed by a request", `127.0.0.1 - - [02/Dec/2026:14:20:09 +0000] 200 3`, false, want{}},
+		{"time followed by a space only", `127.0.0.1 - - [02/Dec/2026:14:20:09 +0000] `, false, want{}},
+		{"many brackets, no time", `127.0.0.1 - ` + strings.Repeat("[ ", 5000) + `"GET / HTTP/1.1" 200 3`, false, want{}},
 	},
 	Combined: {
 		{"elastic line", `83.149.9.216 - - [17/May/2015:10:05:03 +0000] "GET /presentations/logstash-monitorama-2013/images/kibana-search.png HTTP/1.1" 200 203023 "http://semicomplete.com/presentations/logstash-monitorama-2013/" "` + chromeUA + `"`, true,
@@ -105,6 +132,8 @@ var parseCases = map[Format][]parseCase{
 		{"referer only", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-"`, false, want{}},
 		{"unquoted user agent", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" curl`, false, want{}},
 		{"trailing backslash", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "abc\"`, false, want{}},
+		{"user name with a bracket", `127.0.0.1 - [x [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3 "-" "curl/8"`, true,
+			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3, UserAgent: "curl/8", HasUserAgent: true}},
 	},
 	ALB: {
 		{"http", `http 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - - arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337262-36d228ad5d99923122bbe354" "-" "-" 0 2018-07-02T22:22:48.364000Z "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`, true,
