@@ -11,6 +11,16 @@ import "bytes"
 // \"%{User-agent}i\"" (nginx's default "combined"). Anything after those
 // fields is ignored, so logs with extra fields appended (nginx's
 // $http_x_forwarded_for, a request time) read as combined or common.
+//
+// Apache's vhost_combined (Debian's other_vhosts_access.log) is
+// combined after "%v:%p", the virtual host's name and the port:
+//
+//	www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"
+//
+// Read as combined, such a line would give the virtual host as the
+// client, one client for a whole site. A line whose first field is not
+// an IP address and second is does not parse as common or combined: its
+// second field would be the ident (%l), which is "-" or a user name.
 
 // timeCache remembers the last timestamp parsed: consecutive lines of a
 // busy log share it.
@@ -110,6 +120,15 @@ func parseCLF(r *Record, line []byte, combined bool, tc *timeCache) bool {
 			}
 		}
 	}
+	if i > sp+1 {
+		second := line[sp+1 : i-1]
+		if end := bytes.IndexByte(second, ' '); end >= 0 {
+			second = second[:end]
+		}
+		if isIP(second) && !isIP(r.Client) {
+			return false // a virtual host before the client
+		}
+	}
 	req, i, ok := quoted(line, i+29)
 	if !ok {
 		return false
@@ -162,6 +181,159 @@ func parseCLF(r *Record, line []byte, combined bool, tc *timeCache) bool {
 	}
 	r.UserAgent = ua
 	return true
+}
+
+// parseVhostCombined parses a vhost_combined line into r: "%v:%p", then
+// a combined line. Its Host is the virtual host's name.
+func parseVhostCombined(r *Record, line []byte, tc *timeCache) bool {
+	sp := bytes.IndexByte(line, ' ')
+	if sp <= 0 {
+		return false
+	}
+	host, ok := vhostName(line[:sp])
+	if !ok || !parseCLF(r, line[sp+1:], true, tc) {
+		return false
+	}
+	// %h is never "-": this is a combined line whose client is logged
+	// with its port (nginx's "$remote_addr:$remote_port"), not a host.
+	if len(r.Client) == 1 && r.Client[0] == '-' {
+		return false
+	}
+	r.Host = host
+	return true
+}
+
+// vhostName returns the name of "%v:%p": a host name or IPv4 address, or
+// an IPv6 address in brackets, then a colon and a port of one to five
+// digits. An unbracketed name with a colon is the IPv6 client of a
+// common or combined line ("2001:db8::1"), not a virtual host.
+func vhostName(b []byte) ([]byte, bool) {
+	colon := bytes.LastIndexByte(b, ':')
+	if colon <= 0 || len(b)-colon-1 > 5 || digits(b[colon+1:]) < 0 {
+		return nil, false
+	}
+	host := b[:colon]
+	if host[0] == '[' {
+		if len(host) < 3 || host[len(host)-1] != ']' {
+			return nil, false
+		}
+		return host[1 : len(host)-1], true
+	}
+	if bytes.IndexByte(host, ':') >= 0 {
+		return nil, false
+	}
+	return host, true
+}
+
+// isIP reports whether b is an IP address as netip.ParseAddr reads one,
+// without the string conversion and the error values that would cost an
+// allocation a line.
+func isIP(b []byte) bool {
+	for _, c := range b {
+		switch c {
+		case '.':
+			return isIPv4(b)
+		case ':':
+			return isIPv6(b)
+		case '%':
+			return false
+		}
+	}
+	return false
+}
+
+// isIPv4 reports whether b is four dot-separated decimal numbers up to
+// 255, without leading zeros.
+func isIPv4(b []byte) bool {
+	fields, val, n := 0, 0, 0 // n: the digits of the current field
+	for i := 0; i <= len(b); i++ {
+		if i == len(b) || b[i] == '.' {
+			if n == 0 {
+				return false
+			}
+			fields++
+			val, n = 0, 0
+			continue
+		}
+		c := b[i]
+		if c < '0' || c > '9' || (n == 1 && val == 0) {
+			return false
+		}
+		val = val*10 + int(c-'0')
+		n++
+		if val > 255 {
+			return false
+		}
+	}
+	return fields == 4
+}
+
+// isIPv6 reports whether b is an IPv6 address: eight groups of up to four
+// hex digits, the last two of which may be an IPv4 address, "::" standing
+// for one or more groups of zeros, and an optional non-empty "%zone".
+func isIPv6(b []byte) bool {
+	if z := bytes.IndexByte(b, '%'); z >= 0 {
+		if z == len(b)-1 {
+			return false
+		}
+		b = b[:z]
+	}
+	ellipsis := false
+	if len(b) >= 2 && b[0] == ':' && b[1] == ':' {
+		ellipsis = true
+		b = b[2:]
+		if len(b) == 0 {
+			return true
+		}
+	}
+	n := 0 // bytes of the address given
+	for n < 16 {
+		off := 0
+		for off < len(b) && isHex(b[off]) {
+			if off == 4 {
+				return false
+			}
+			off++
+		}
+		if off == 0 {
+			return false
+		}
+		if off < len(b) && b[off] == '.' {
+			// The last 32 bits, as an IPv4 address.
+			if ellipsis {
+				return n+4 < 16 && isIPv4(b)
+			}
+			return n == 12 && isIPv4(b)
+		}
+		n += 2
+		b = b[off:]
+		if len(b) == 0 {
+			break
+		}
+		if b[0] != ':' || len(b) == 1 {
+			return false
+		}
+		b = b[1:]
+		if b[0] == ':' {
+			if ellipsis {
+				return false
+			}
+			ellipsis = true
+			b = b[1:]
+			if len(b) == 0 {
+				break
+			}
+		}
+	}
+	if len(b) != 0 {
+		return false
+	}
+	// "::" must stand for at least one group.
+	return ellipsis == (n < 16)
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // bigDigits parses up to 18 decimal digits.

@@ -16,15 +16,17 @@ type Format uint8
 
 // Formats.
 const (
-	Auto      Format = iota // detect from the first lines
-	Common                  // nginx/Apache common log format
-	Combined                // nginx/Apache combined: common plus referer and User-Agent
-	ALB                     // AWS Application Load Balancer access log
-	WAF                     // AWS WAF JSON log
-	Floodgate               // floodgate's JSON access and decision logs
+	Auto          Format = iota // detect from the first lines
+	Common                      // nginx/Apache common log format
+	Combined                    // nginx/Apache combined: common plus referer and User-Agent
+	VhostCombined               // Apache vhost_combined: the virtual host and port, then combined
+	ALB                         // AWS Application Load Balancer access log
+	WAF                         // AWS WAF JSON log
+	Floodgate                   // floodgate's JSON access and decision logs
 )
 
-var formatNames = [...]string{Auto: "auto", Common: "common", Combined: "combined", ALB: "alb", WAF: "waf", Floodgate: "floodgate"}
+var formatNames = [...]string{Auto: "auto", Common: "common", Combined: "combined", VhostCombined: "vhost_combined",
+	ALB: "alb", WAF: "waf", Floodgate: "floodgate"}
 
 // String returns the format's name, as ParseFormat reads it.
 func (f Format) String() string {
@@ -38,7 +40,7 @@ func (f Format) String() string {
 func FormatNames() []string { return append([]string(nil), formatNames[:]...) }
 
 // ParseFormat returns the Format named s ("auto", "common", "combined",
-// "alb", "waf", "floodgate"); "" is Auto.
+// "vhost_combined", "alb", "waf", "floodgate"); "" is Auto.
 func ParseFormat(s string) (Format, error) {
 	if s == "" {
 		return Auto, nil
@@ -268,6 +270,8 @@ func parse(f Format, rec *Record, line []byte, sc *scratch, tc *timeCache) bool 
 		return parseCLF(rec, line, false, tc)
 	case Combined:
 		return parseCLF(rec, line, true, tc)
+	case VhostCombined:
+		return parseVhostCombined(rec, line, tc)
 	case ALB:
 		return parseALB(rec, line, tc)
 	case WAF:
@@ -279,8 +283,10 @@ func parse(f Format, rec *Record, line []byte, sc *scratch, tc *timeCache) bool 
 }
 
 // detectOrder is the order in which Detect prefers formats that parse
-// the same number of sample lines: the more specific first.
-var detectOrder = []Format{Floodgate, WAF, ALB, Combined, Common}
+// the same number of sample lines: the more specific first. A
+// vhost_combined line whose client is a host name also reads as a
+// combined one, with the virtual host as its client.
+var detectOrder = []Format{Floodgate, WAF, ALB, VhostCombined, Combined, Common}
 
 // Detect returns the format that parses most of the non-empty lines in
 // sample (the start of a log; at most 64 lines are tried, and a last line

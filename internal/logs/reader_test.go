@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -116,6 +117,17 @@ var parseCases = map[Format][]parseCase{
 		{"time not followed by a request", `127.0.0.1 - - [02/Dec/2026:14:20:09 +0000] 200 3`, false, want{}},
 		{"time followed by a space only", `127.0.0.1 - - [02/Dec/2026:14:20:09 +0000] `, false, want{}},
 		{"many brackets, no time", `127.0.0.1 - ` + strings.Repeat("[ ", 5000) + `"GET / HTTP/1.1" 200 3`, false, want{}},
+		// A first field that is not an address followed by one that is:
+		// a virtual host before the client (vhost_combined, or a custom
+		// format), not a client and its ident.
+		{"vhost_combined line", `www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5`, false, want{}},
+		{"virtual host without port before an IPv6 client", `www.example.com 2001:db8::1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5`, false, want{}},
+		{"address as ident after an address", `192.0.2.1 203.0.113.9 - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "192.0.2.1", Method: "GET", Target: "/", Status: 200, Bytes: 5}},
+		{"host name ident after a host name", `crawl.example.net identd-user - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "crawl.example.net", Method: "GET", Target: "/", Status: 200, Bytes: 5}},
+		{"client with its port", `192.0.2.1:51234 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "192.0.2.1:51234", Method: "GET", Target: "/", Status: 200, Bytes: 5}},
 	},
 	Combined: {
 		{"elastic line", `83.149.9.216 - - [17/May/2015:10:05:03 +0000] "GET /presentations/logstash-monitorama-2013/images/kibana-search.png HTTP/1.1" 200 203023 "http://semicomplete.com/presentations/logstash-monitorama-2013/" "` + chromeUA + `"`, true,
@@ -134,6 +146,29 @@ var parseCases = map[Format][]parseCase{
 		{"trailing backslash", `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "abc\"`, false, want{}},
 		{"user name with a bracket", `127.0.0.1 - [x [02/Dec/2026:14:20:09 +0000] "GET / HTTP/1.1" 200 3 "-" "curl/8"`, true,
 			want{Time: "2026-12-02T14:20:09Z", Client: "127.0.0.1", Method: "GET", Target: "/", Status: 200, Bytes: 3, UserAgent: "curl/8", HasUserAgent: true}},
+		{"vhost_combined line", `www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+	},
+	VhostCombined: {
+		{"debian example", `www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "203.0.113.9", Host: "www.example.com", Method: "GET", Target: "/", Status: 200, Bytes: 5, UserAgent: "curl/8", HasUserAgent: true}},
+		{"ipv6 client, user name with a bracket", `api.example.com:80 2001:db8::7 - [x [10/Oct/2026:13:55:36 +0000] "POST /v1 HTTP/1.1" 429 0 "https://example.com/" "` + chromeUA + `"`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "2001:db8::7", Host: "api.example.com", Method: "POST", Target: "/v1", Status: 429, Bytes: 0, UserAgent: chromeUA, HasUserAgent: true}},
+		{"host name client", `www.example.com:443 crawl-66-249-73-135.googlebot.com - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "-"`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "crawl-66-249-73-135.googlebot.com", Host: "www.example.com", Method: "GET", Target: "/", Status: 200, Bytes: 5, HasUserAgent: true}},
+		{"address as virtual host", `192.0.2.10:8080 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "203.0.113.9", Host: "192.0.2.10", Method: "GET", Target: "/", Status: 200, Bytes: 5, UserAgent: "curl/8", HasUserAgent: true}},
+		{"bracketed ipv6 virtual host", `[2001:db8::1]:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, true,
+			want{Time: "2026-10-10T13:55:36Z", Client: "203.0.113.9", Host: "2001:db8::1", Method: "GET", Target: "/", Status: 200, Bytes: 5, UserAgent: "curl/8", HasUserAgent: true}},
+		{"combined line", `83.149.9.216 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 200 1 "-" "curl/8"`, false, want{}},
+		{"combined line of an ipv6 client", `2001:db8::1 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"combined line of a client with its port", `192.0.2.1:51234 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"no port", `www.example.com 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"port not a number", `www.example.com:https 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"port too long", `www.example.com:123456 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"empty host", `:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"empty brackets", `[]:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"no client", `www.example.com:443  - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"`, false, want{}},
+		{"common line after the virtual host", `www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5`, false, want{}},
 	},
 	ALB: {
 		{"http", `http 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - - arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337262-36d228ad5d99923122bbe354" "-" "-" 0 2018-07-02T22:22:48.364000Z "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`, true,
@@ -238,6 +273,12 @@ func TestDetect(t *testing.T) {
 		{"nothing", "", Auto},
 		{"unknown", "hello\nworld\n", Auto},
 		{"CRLF", parseCases[Combined][0].line + "\r\n", Combined},
+		{"vhost_combined", parseCases[VhostCombined][0].line + "\n" + parseCases[VhostCombined][1].line + "\n", VhostCombined},
+		// Read as combined too, with the virtual host as the client: the
+		// more specific format wins the tie.
+		{"vhost_combined with host name clients", parseCases[VhostCombined][2].line + "\n", VhostCombined},
+		{"combined with ipv6 clients", parseCases[VhostCombined][6].line + "\n", Combined},
+		{"combined with clients' ports", parseCases[VhostCombined][7].line + "\n", Combined},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Detect([]byte(tc.sample)); got != tc.want {
@@ -256,6 +297,9 @@ func TestParseFormat(t *testing.T) {
 	}
 	if f, err := ParseFormat(""); err != nil || f != Auto {
 		t.Errorf(`ParseFormat("") = %v, %v; want auto`, f, err)
+	}
+	if f, err := ParseFormat("vhost_combined"); err != nil || f != VhostCombined {
+		t.Errorf(`ParseFormat("vhost_combined") = %v, %v; want vhost_combined`, f, err)
 	}
 	if _, err := ParseFormat("nginx"); err == nil {
 		t.Errorf(`ParseFormat("nginx") succeeded, want an error`)
@@ -500,7 +544,7 @@ func TestNextDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkNext(b *testing.B) {
-	for _, f := range []Format{Common, Combined, ALB, WAF, Floodgate} {
+	for _, f := range []Format{Common, Combined, VhostCombined, ALB, WAF, Floodgate} {
 		line := parseCases[f][0].line + "\n"
 		b.Run("format="+f.String(), func(b *testing.B) {
 			rd, err := NewReader(&repeatReader{line: line}, f)
@@ -557,6 +601,17 @@ func fuzzParse(f *testing.F, format Format) {
 		if rec.Duration < 0 {
 			t.Errorf("Duration = %v", rec.Duration)
 		}
+		// A common or combined line whose second field is an address
+		// and first is not starts with a virtual host, not the client.
+		if format == Common || format == Combined {
+			if f := strings.SplitN(line, " ", 3); len(f) == 3 {
+				_, err1 := netip.ParseAddr(f[0])
+				_, err2 := netip.ParseAddr(f[1])
+				if err1 != nil && err2 == nil {
+					t.Errorf("client %q before the address %q", f[0], f[1])
+				}
+			}
+		}
 		// WAF's Unix milliseconds, multiplied into nanoseconds, must
 		// neither wrap around nor go before 1970.
 		if format == WAF && (rec.Time < 0 || rec.Time%1e6 != 0) {
@@ -583,11 +638,28 @@ func fuzzParse(f *testing.F, format Format) {
 	})
 }
 
-func FuzzCommon(f *testing.F)    { fuzzParse(f, Common) }
-func FuzzCombined(f *testing.F)  { fuzzParse(f, Combined) }
-func FuzzALB(f *testing.F)       { fuzzParse(f, ALB) }
-func FuzzWAF(f *testing.F)       { fuzzParse(f, WAF) }
-func FuzzFloodgate(f *testing.F) { fuzzParse(f, Floodgate) }
+func FuzzCommon(f *testing.F)        { fuzzParse(f, Common) }
+func FuzzCombined(f *testing.F)      { fuzzParse(f, Combined) }
+func FuzzVhostCombined(f *testing.F) { fuzzParse(f, VhostCombined) }
+func FuzzALB(f *testing.F)           { fuzzParse(f, ALB) }
+func FuzzWAF(f *testing.F)           { fuzzParse(f, WAF) }
+func FuzzFloodgate(f *testing.F)     { fuzzParse(f, Floodgate) }
+
+// FuzzIsIP holds isIP to what netip.ParseAddr accepts.
+func FuzzIsIP(f *testing.F) {
+	for _, s := range []string{"", "1.2.3.4", "255.255.255.255", "256.1.1.1", "01.2.3.4", "1.2.3", "1.2.3.4.5", "1..2.3",
+		"::", "::1", "2001:db8::1", "2001:db8:0:0:0:0:0:1", "1:2:3:4:5:6:7:8", "1:2:3:4:5:6:7:8:9", "1:2:3:4:5:6:7::8",
+		"::ffff:192.0.2.1", "1:2:3:4:5:6:1.2.3.4", "1:2:3:4:5:6:7:1.2.3.4", "fe80::1%eth0", "fe80::1%", "%eth0", "12345::",
+		"1:::2", "1::2::3", ":1", "1:", "www.example.com:443", "1.2.3.4:80", "[::1]", "-"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		_, err := netip.ParseAddr(s)
+		if got := isIP([]byte(s)); got != (err == nil) {
+			t.Errorf("isIP(%q) = %v; netip.ParseAddr: %v", s, got, err)
+		}
+	})
+}
 
 // FuzzReader feeds whole inputs, detection included: never a panic, and
 // the counts add up.
@@ -814,6 +886,51 @@ func TestNoRecords(t *testing.T) {
 			err = NoRecords(files)
 			if got := fmt.Sprint(err); (err == nil) != (tc.want == "") || err != nil && got != tc.want {
 				t.Errorf("NoRecords = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadVhostCombined reads a Debian other_vhosts_access.log: detected
+// as vhost_combined, each line's client is the address after the virtual
+// host, and read as combined no line parses, rather than every line
+// giving the virtual host as its client.
+func TestReadVhostCombined(t *testing.T) {
+	log := `www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:36 +0000] "GET / HTTP/1.1" 200 5 "-" "curl/8"
+www.example.com:443 203.0.113.10 - - [10/Oct/2026:13:55:37 +0000] "GET /a HTTP/1.1" 200 5 "-" "curl/8"
+shop.example.com:80 2001:db8::7 - alice [10/Oct/2026:13:55:38 +0000] "GET /b HTTP/1.1" 404 0 "-" "curl/8"
+www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:39 +0000] "GET /c HTTP/1.1" 200 5 "-" "curl/8"
+`
+	name := filepath.Join(t.TempDir(), "other_vhosts_access.log")
+	if err := os.WriteFile(name, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		format  Format
+		want    string // the format read
+		counts  Counts
+		clients map[string]int // client@host: requests
+	}{
+		{Auto, "vhost_combined", Counts{Lines: 4, Parsed: 4},
+			map[string]int{"203.0.113.9@www.example.com": 2, "203.0.113.10@www.example.com": 1, "2001:db8::7@shop.example.com": 1}},
+		{VhostCombined, "vhost_combined", Counts{Lines: 4, Parsed: 4},
+			map[string]int{"203.0.113.9@www.example.com": 2, "203.0.113.10@www.example.com": 1, "2001:db8::7@shop.example.com": 1}},
+		{Combined, "combined", Counts{Lines: 4, Unparsed: 4}, map[string]int{}},
+		{Common, "common", Counts{Lines: 4, Unparsed: 4}, map[string]int{}},
+	} {
+		t.Run(tc.format.String(), func(t *testing.T) {
+			clients := map[string]int{}
+			files, err := ReadFiles([]string{name}, ReadOptions{Format: tc.format}, func(r *Record) {
+				clients[string(r.Client)+"@"+string(r.Host)]++
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := files[0]; f.Format != tc.want || f.Counts != tc.counts {
+				t.Errorf("ReadFiles = %s %+v, want %s %+v", f.Format, f.Counts, tc.want, tc.counts)
+			}
+			if diff := cmp.Diff(clients, tc.clients); diff != "" {
+				t.Errorf("clients (-got +want):\n%s", diff)
 			}
 		})
 	}

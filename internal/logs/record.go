@@ -1,7 +1,8 @@
 // Package logs reads HTTP request logs for floodgate's tuning tools:
-// nginx and Apache common and combined logs, AWS Application Load
-// Balancer access logs, AWS WAF JSON logs, and floodgate's own JSON logs
-// (the access log of telemetry.AccessLog and the decision log). Input may
+// nginx and Apache common and combined logs, Apache's vhost_combined
+// logs, AWS Application Load Balancer access logs, AWS WAF JSON logs, and
+// floodgate's own JSON logs (the access log of telemetry.AccessLog and
+// the decision log). Input may
 // be gzip-compressed (detected by its magic bytes) and the format is
 // detected from the first lines unless given.
 //
@@ -44,12 +45,13 @@ const (
 type Record struct {
 	// Kind says whether the record is a request or a rule decision.
 	Kind Kind
-	// Time is when the request arrived (common, combined: when it was
-	// received; ALB: when the response was sent), in Unix nanoseconds.
+	// Time is when the request arrived (common, combined, vhost_combined:
+	// when it was received; ALB: when the response was sent), in Unix
+	// nanoseconds.
 	Time int64
 	// Client identifies the client as the log gives it: an IP address
-	// (ALB's port removed), a host name (common and combined logs of
-	// servers that resolve names), or a keyed hash (floodgate's logs; see
+	// (ALB's port removed), a host name (common, combined and
+	// vhost_combined logs of servers that resolve names), or a keyed hash (floodgate's logs; see
 	// ClientHashed).
 	Client []byte
 	// ClientHashed reports that Client is a keyed hash, not an address.
@@ -61,7 +63,8 @@ type Record struct {
 	// percent-encoded ("/a%20b?q=1"); empty when the request line was
 	// malformed. floodgate's logs give the cleaned, decoded path.
 	Target []byte
-	// Host is the requested host when the log has it (ALB, WAF), without
+	// Host is the requested host when the log has it (ALB, WAF), or the
+	// virtual host that served the request (vhost_combined); without
 	// port.
 	Host []byte
 	// UserAgent is the User-Agent, empty when none was sent.
