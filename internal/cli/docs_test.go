@@ -109,3 +109,74 @@ type errUnsupported rune
 func (e errUnsupported) Error() string {
 	return "the test's splitter does not take " + string(rune(e)) + ": write the command without it"
 }
+
+// TestDocumentedCommandsExist checks that every floodgate command the docs,
+// the README and the shipped alerts name — in a code span, at the start of
+// a shell line, or as a saved query of floodgate logs — is one the binary
+// has: an alert that sends its reader to a command that does not exist
+// fails them when it fires.
+func TestDocumentedCommandsExist(t *testing.T) {
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
+	for _, dir := range []string{"../../deploy", "../../examples"} {
+		filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && (strings.HasSuffix(path, ".yml") || strings.HasSuffix(path, ".yaml")) {
+				files = append(files, path)
+			}
+			return nil
+		})
+	}
+	if len(files) < 10 {
+		t.Fatalf("found only %d files to check", len(files))
+	}
+	queries := map[string]bool{}
+	for _, q := range strings.Split(strings.Fields(logsSynopsis)[0], "|") {
+		queries[q] = true
+	}
+	command := regexp.MustCompile("`floodgate ([a-z][a-z-]*)|(?m)^(?:\\$ )?floodgate ([a-z][a-z-]*)")
+	query := regexp.MustCompile(`floodgate logs ([a-z]+-[a-z-]+)`)
+	named := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, block := range codeBlocks(string(data)) {
+			for _, m := range command.FindAllStringSubmatch(block, -1) {
+				named++
+				if name := m[1] + m[2]; commands[name].run == nil {
+					t.Errorf("%s names %q: floodgate has no command %s", f, m[0], name)
+				}
+			}
+		}
+		for _, m := range query.FindAllStringSubmatch(string(data), -1) {
+			if !queries[m[1]] {
+				t.Errorf("%s names %q: floodgate logs has no query %s", f, m[0], m[1])
+			}
+		}
+	}
+	if named < 20 {
+		t.Errorf("only %d commands named across %d files: the pattern finds nothing", named, len(files))
+	}
+}
+
+// codeBlocks returns the text of a Markdown file's shell and console code
+// blocks, and the rest of it with the blocks left out (where only code
+// spans name commands); a YAML file is returned whole.
+func codeBlocks(text string) []string {
+	var code, prose strings.Builder
+	inBlock, inCode := false, false
+	for line := range strings.Lines(text) {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inBlock = !inBlock
+			inCode = inBlock && (strings.HasPrefix(line, "```sh") || strings.HasPrefix(line, "```console") || line == "```\n")
+		case inCode:
+			code.WriteString(line)
+		case inBlock:
+		default:
+			prose.WriteString(strings.ReplaceAll(line, "\n", " "))
+		}
+	}
+	return []string{code.String(), strings.Join(strings.Fields(prose.String()), " ")}
+}

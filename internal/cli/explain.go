@@ -68,11 +68,16 @@ func runExplain(ctx context.Context, env environ, args []string) error {
 		fmt.Fprintln(env.stderr, problems.Error())
 		return errReported
 	}
+	hasher, err := gatewayHasher(env)
+	if err != nil {
+		return err
+	}
 	metrics := telemetry.NewMetrics("explain")
 	srv, problems := gateway.NewServer(f, data, gateway.Options{
-		Store:   gateway.NewMemoryStore(f.Config.Store.MaxKeys, nil, metrics),
-		Metrics: metrics,
-		Logger:  slog.New(slog.DiscardHandler),
+		Store:     gateway.NewMemoryStore(f.Config.Store.MaxKeys, nil, metrics),
+		Metrics:   metrics,
+		Logger:    slog.New(slog.DiscardHandler),
+		KeyHasher: hasher, // key_hash as the gateway's logs give it
 	})
 	if len(problems) > 0 {
 		fmt.Fprintln(env.stderr, dedupe(problems).Error())

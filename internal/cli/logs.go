@@ -16,6 +16,7 @@ import (
 	"github.com/floodgate/floodgate/internal/logs/baseline"
 	"github.com/floodgate/floodgate/internal/logs/query"
 	"github.com/floodgate/floodgate/internal/logs/report"
+	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/ratelimit"
 )
 
@@ -26,9 +27,31 @@ func init() {
 }
 
 // hashKeyVar names the environment variable whose value keys the hashes
-// that stand for clients in reports, so that they stay the same from one
-// run to the next; without it each run draws a key.
+// that stand for clients in reports and in the gateway's logs, so that
+// they stay the same from one run to the next and across replicas;
+// without it each process draws a key.
 const hashKeyVar = "FLOODGATE_LOG_HASH_KEY"
+
+// minHashKey is the least length of the gateway's hash key: the hashes
+// stand for addresses, few enough to try every one against a known or
+// guessed key, so the key is a secret as the admin token is.
+const minHashKey = 16
+
+// gatewayHasher returns the hasher of the gateway's logs: keyed by
+// FLOODGATE_LOG_HASH_KEY when it is set, so that one client has one hash
+// in every replica's log and across restarts (floodgate replay and logs
+// count it once), and by a random key otherwise (nil: the gateway draws
+// one).
+func gatewayHasher(env environ) (*telemetry.KeyHasher, error) {
+	key, ok := env.lookup(hashKeyVar)
+	if !ok || key == "" {
+		return nil, nil
+	}
+	if len(key) < minHashKey {
+		return nil, fmt.Errorf("%s is %d bytes; a key of at least %d keeps the hashes from being reversed (openssl rand -hex 16 makes one)", hashKeyVar, len(key), minHashKey)
+	}
+	return telemetry.NewKeyHasher(key), nil
+}
 
 // runLogs runs one of the saved queries over floodgate's own logs (M9).
 func runLogs(_ context.Context, env environ, args []string) error {

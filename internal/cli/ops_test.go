@@ -26,11 +26,18 @@ type gatewayProc struct {
 	cancel         context.CancelFunc
 	done           chan int
 	stderr         *testnet.Buffer
+	env            map[string]string // more of serve's environment
 }
 
 func startServe(t *testing.T, yaml string, extra ...string) *gatewayProc {
 	t.Helper()
-	g := &gatewayProc{t: t}
+	return startServeEnv(t, nil, yaml, extra...)
+}
+
+// startServeEnv is startServe with more variables in serve's environment.
+func startServeEnv(t *testing.T, env map[string]string, yaml string, extra ...string) *gatewayProc {
+	t.Helper()
+	g := &gatewayProc{t: t, env: env}
 	g.conf = filepath.Join(t.TempDir(), "floodgate.yaml")
 	g.write(yaml)
 	g.launch(func() map[string]string { return map[string]string{"PUB": g.pub, "ADM": g.adm} },
@@ -52,6 +59,9 @@ func (g *gatewayProc) launch(vars func() map[string]string, args []string) {
 		ctx, cancel := context.WithCancel(context.Background())
 		g.cancel = cancel
 		vs := vars()
+		for k, v := range g.env {
+			vs[k] = v
+		}
 		env := environ{lookup: func(k string) (string, bool) { v, ok := vs[k]; return v, ok }, stdout: io.Discard, stderr: g.stderr}
 		done := g.done
 		go func() { done <- run1(ctx, env, args) }()

@@ -97,6 +97,10 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	}
 	c := &f.Config
 
+	hasher, err := gatewayHasher(env)
+	if err != nil {
+		return err
+	}
 	logger := telemetry.NewLogger(env.stderr, c.Log.Level)
 	metrics := telemetry.NewMetrics(version.String())
 	store, closer, err := gateway.NewStore(&c.Store, metrics, logger)
@@ -104,7 +108,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		return err
 	}
 	defer closer.Close()
-	opts := gateway.Options{Store: store, Metrics: metrics, Logger: logger,
+	opts := gateway.Options{Store: store, Metrics: metrics, Logger: logger, KeyHasher: hasher,
 		Failures: telemetry.NewFailures(logger, metrics, telemetry.LogLimiterOptions{})}
 	// Last, after the servers' shutdown: the failures counted since their
 	// last line are written.
