@@ -245,3 +245,40 @@ rules:
 			len(failing)-len(failingBefore), len(again)-len(againBefore), all)
 	}
 }
+
+// TestRuleFailureLogsNoClientValue: CEL's runtime errors name the value
+// they failed on, and here those values are a cookie, the client's
+// address, an API key, a bearer token and a header: the rule skipped
+// lines say what failed, never on what.
+func TestRuleFailureLogsNoClientValue(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+upstreams: {api: {url: "`+up.URL+`"}}
+rules:
+  - {name: cookie-map, action: count, when: "{'x': 1}[request.headers['cookie']] == 1", limits: [100/1m]}
+  - {name: allowlist, action: count, when: "{'10.0.0.1': true}[client.ip]", limits: [100/1m]}
+  - {name: plan-lookup, action: count, when: "{'gold': 1}[request.headers['x-api-key']] == 1", limits: [100/1m]}
+  - {name: keymap, action: count, key: ["expr:{'a': 'b'}[request.headers['authorization']]"], limits: [100/1m]}
+  - {name: ts, action: count, when: "timestamp(request.headers['x-date']) > timestamp('2020-01-01T00:00:00Z')", limits: [100/1m]}
+  - {name: num, action: count, when: "int(request.query['n']) > 1", limits: [100/1m]}
+`)
+	secrets := []string{"SESSCOOKIE-zq9x", "2001:db8::77", "APIKEY-k7w3", "BEARER-t0k3n-9f", "DATEVAL-abc", "QUERYVAL-5"}
+	if got := h.repeat(3, "GET", "/p?n=QUERYVAL-5", "2001:db8::77", "Cookie", "ovSession=SESSCOOKIE-zq9x",
+		"X-Api-Key", "APIKEY-k7w3", "Authorization", "Bearer BEARER-t0k3n-9f", "X-Date", "DATEVAL-abc"); !cmp.Equal(got, map[int]int{200: 3}) {
+		t.Fatalf("answers %v, want 3 × 200", got)
+	}
+	skipped, all := h.lines("rule skipped")
+	if len(skipped) != 6 {
+		t.Errorf("%d rule skipped lines, want one for each of the 6 rules:\n%s", len(skipped), all)
+	}
+	for _, s := range secrets {
+		if strings.Contains(all, s) {
+			t.Errorf("the log holds the client's %q:\n%s", s, all)
+		}
+	}
+	if !strings.Contains(all, `"error":"no such key"`) {
+		t.Errorf("the lines no longer say what failed:\n%s", all)
+	}
+}

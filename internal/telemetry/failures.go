@@ -77,14 +77,17 @@ const storeKey = "rule skipped\x1fstore"
 // RuleSkipped records a rule that was skipped because evaluating it
 // failed, kind saying where: condition, key or store. Store failures are
 // one line per interval for every rule together (an outage fails them
-// all); the others one line per rule and kind per interval.
+// all); the others one line per rule and kind per interval, their error
+// without the client's value it failed on (RuleErrorText).
 func (f *Failures) RuleSkipped(rule, kind string, err error) {
-	key := storeKey
-	if kind != "store" {
-		key = "rule skipped\x1f" + rule + "\x1f" + kind
+	key, text := storeKey, ""
+	if kind == "store" {
+		text = err.Error()
+	} else {
+		key, text = "rule skipped\x1f"+rule+"\x1f"+kind, RuleErrorText(err)
 	}
 	f.lim.Log(key, slog.LevelWarn, "rule skipped",
-		slog.String("rule", rule), slog.String("kind", kind), slog.String("error", err.Error()))
+		slog.String("rule", rule), slog.String("kind", kind), slog.String("error", text))
 }
 
 // storeRefusedKey is RuleRefused's: one line per interval for every rule.

@@ -2,6 +2,7 @@ package telemetry
 
 import (
 	"bytes"
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
@@ -16,6 +17,10 @@ var redactTests = []struct{ in, want string }{
 	{"no address here: 1.2.3 or 1.2.3.4.5 or v1.2", "no address here: 1.2.3 or 1.2.3.4.5 or v1.2"},
 	{"", ""},
 	{"addr ::1", "addr [addr]"},
+	{"read tcp 127.0.0.1:23443->127.0.0.77:50891: read: connection reset by peer", "read tcp [addr]->[addr]: read: connection reset by peer"},
+	{"read tcp [::1]:23444->[::1]:56554: i/o timeout", "read tcp [addr]->[addr]: i/o timeout"},
+	{"peer=203.0.113.9 via http://192.0.2.1/x <2001:db8::7>", "peer=[addr] via http://[addr]/x <[addr]>"},
+	{"a-b->c: 10.0.0.1-", "a-b->c: [addr]-"},
 }
 
 func TestRedact(t *testing.T) {
@@ -34,8 +39,8 @@ func FuzzRedact(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		out := string(Redact([]byte(s)))
-		for _, w := range strings.FieldsFunc(out, func(r rune) bool { return strings.ContainsRune(" \t\n,;()\"'", r) }) {
-			w = strings.TrimRight(w, ":.")
+		for _, w := range strings.FieldsFunc(out, func(r rune) bool { return strings.ContainsRune(redactSeparators, r) }) {
+			w = strings.TrimRight(w, ":.-")
 			if _, err := netip.ParseAddr(w); err == nil {
 				t.Fatalf("Redact(%q) = %q still holds address %q", s, out, w)
 			}
@@ -66,4 +71,59 @@ func TestServerErrorLogRedacts(t *testing.T) {
 	if strings.Contains(buf.String(), "203.0.113.7") || !strings.Contains(buf.String(), "[addr]") {
 		t.Errorf("log = %s", buf.String())
 	}
+}
+
+// Every scanner that drops a handshake makes a server error: one line a
+// kind of message per interval, whatever the ports, and the quoted bytes
+// a client sent never reach the log.
+func TestServerErrorLogLimited(t *testing.T) {
+	var buf bytes.Buffer
+	l := ServerErrorLog(NewLogger(&buf, "info"))
+	for port := 40000; port < 40100; port++ {
+		l.Printf("http: TLS handshake error from 203.0.113.7:%d: read tcp 127.0.0.1:443->203.0.113.7:%d: read: connection reset by peer", port, port)
+	}
+	l.Printf(`http2: server: error reading preface from client 203.0.113.7:5: bogus greeting "GET /?token=s3cr3t HTTP/1.1"`)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines for 100 resets of one kind and one other message, want 2:\n%s", len(lines), buf.String())
+	}
+	if strings.Contains(buf.String(), "s3cr3t") || !strings.Contains(lines[1], `bogus greeting \"…\"`) {
+		t.Errorf("the client's quoted bytes are not masked:\n%s", lines[1])
+	}
+}
+
+func TestRuleErrorText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"no such key: ovSession=SESSCOOKIE-zq9x", "no such key"},
+		{"no such key: 2001:db8::77", "no such key"},
+		{`invalid RFC 3339 timestamp "DATEVAL-abc"`, `invalid RFC 3339 timestamp "…"`},
+		{`strconv.ParseInt: parsing "APIKEY": invalid syntax`, "strconv.ParseInt"},
+		{"type conversion error from 'string' to 'int'", "type conversion error from 'string' to 'int'"},
+		{`unterminated "quote`, `unterminated "…`},
+		{`escaped "a\"b" end`, `escaped "…" end`},
+		{strings.Repeat("é", 100), strings.Repeat("é", 60) + "…"},
+	} {
+		if got := RuleErrorText(errors.New(tc.in)); got != tc.want {
+			t.Errorf("RuleErrorText(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzRuleErrorText: nothing quoted and nothing after the first ": "
+// survives.
+func FuzzRuleErrorText(f *testing.F) {
+	f.Add(`no such key: x`)
+	f.Add(`bad "v\"al" here`)
+	f.Fuzz(func(t *testing.T, s string) {
+		out := RuleErrorText(errors.New(s))
+		if strings.Contains(out, ": ") {
+			t.Fatalf("RuleErrorText(%q) = %q keeps what follows \": \"", s, out)
+		}
+		parts := strings.Split(out, `"`)
+		for i := 1; i < len(parts); i += 2 {
+			if parts[i] != "…" {
+				t.Fatalf("RuleErrorText(%q) = %q keeps quoted %q", s, out, parts[i])
+			}
+		}
+	})
 }
