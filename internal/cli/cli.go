@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/floodgate/floodgate/internal/config"
 )
 
 // Run executes the command line args (without the program name) and
@@ -47,14 +49,15 @@ func run1(ctx context.Context, env environ, args []string) int {
 	case errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "floodgate %s: %v\n", cmd, ue.error)
+		// A URL given on the command line (--store) may carry a password.
+		fmt.Fprintf(stderr, "floodgate %s: %s\n", cmd, config.MaskURLCredentials(ue.Error()))
 		return 2
 	case errors.Is(err, errUsageReported):
 		return 2
 	case errors.Is(err, errReported):
 		return 1
 	default:
-		fmt.Fprintf(stderr, "floodgate %s: %v\n", cmd, err)
+		fmt.Fprintf(stderr, "floodgate %s: %s\n", cmd, config.MaskURLCredentials(err.Error()))
 		return 1
 	}
 }

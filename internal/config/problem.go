@@ -46,7 +46,9 @@ func (p Problem) Error() string {
 		b.WriteString(p.Field)
 		b.WriteString(": ")
 	}
-	b.WriteString(p.Msg)
+	// A value quoted back may be a URL with its password: the problems
+	// are printed and logged (a rejected reload).
+	b.WriteString(MaskURLCredentials(p.Msg))
 	if len(p.Allowed) > 0 {
 		b.WriteString(" (allowed: ")
 		b.WriteString(strings.Join(p.Allowed, ", "))

@@ -88,3 +88,53 @@ func isScheme(s string) bool {
 	}
 	return s != ""
 }
+
+// MaskURLCredentials returns the text s (an error, a problem) with the
+// password of every URL in it replaced by "xxxxx". A URL's user
+// information runs to the last "@" before the end of the URL — a blank, a
+// quote, or the end of s — not to the first "/" as a parser reads it: a
+// URL that failed to parse is often one whose password holds a "/", a
+// "?" or a blank, and its message quotes it whole.
+func MaskURLCredentials(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			break
+		}
+		start := i + len("://")
+		// The URL ends at the quote that opened it (not an escaped one,
+		// as %q writes), or else at a blank.
+		k := strings.LastIndexAny(s[:i], "\"' \t\n")
+		quote := byte(0)
+		if k >= 0 && (s[k] == '"' || s[k] == '\'') {
+			quote = s[k]
+		}
+		end := start
+		for ; end < len(s); end++ {
+			c := s[end]
+			if c == '\\' && quote != 0 {
+				end++
+				continue
+			}
+			if c == '\n' || c == quote || quote == 0 && (c == ' ' || c == '\t' || c == '"' || c == '\'') {
+				break
+			}
+		}
+		end = min(end, len(s))
+		url := s[start:end]
+		b.WriteString(s[:start])
+		if at := strings.LastIndexByte(url, '@'); at >= 0 {
+			if user, _, ok := strings.Cut(url[:at], ":"); ok {
+				url = user + ":xxxxx" + url[at:]
+			}
+		}
+		b.WriteString(url)
+		s = s[end:]
+	}
+	b.WriteString(s)
+	return b.String()
+}

@@ -77,3 +77,42 @@ func stripUserinfo(u string) string {
 	}
 	return scheme + "://" + rest
 }
+
+func TestMaskURLCredentials(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`token URL "https://ovclient:TOKENURLPASS-42@auth.example/token" is not an http(s) URL without user info`,
+			`token URL "https://ovclient:xxxxx@auth.example/token" is not an http(s) URL without user info`},
+		{`"http://u:s3cret PW@h/" is not a URL`, `"http://u:xxxxx@h/" is not a URL`},
+		{`"http://u:UP/STREAMPASS-3@127.0.0.1:23081" is not a URL`, `"http://u:xxxxx@127.0.0.1:23081" is not a URL`},
+		{`store redis://:REDISPASS/q1w2e3+Zz@127.0.0.1:23379 down`, `store redis://:xxxxx@127.0.0.1:23379 down`},
+		{`"http://u:pa\"ss@h" bad`, `"http://u:xxxxx@h" bad`},
+		{`'redis://:p w@h:1'`, `'redis://:xxxxx@h:1'`},
+		{`two: "a://x:1@h" and b://y:2@k.`, `two: "a://x:xxxxx@h" and b://y:xxxxx@k.`},
+		{`no password: http://user@h/ and http://h/p`, `no password: http://user@h/ and http://h/p`},
+		{`nothing here`, `nothing here`},
+		{`cut "redis://:hunter2`, `cut "redis://:hunter2`}, // no "@": no user information
+		{`"redis://:a://b@h"`, `"redis://:xxxxx@h"`},
+	} {
+		if got := config.MaskURLCredentials(tc.in); got != tc.want {
+			t.Errorf("MaskURLCredentials(%q)\n = %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzMaskURLCredentials: a password between "://USER:" and "@" in a
+// quoted URL never survives.
+func FuzzMaskURLCredentials(f *testing.F) {
+	f.Add("u", "pw", "h/x")
+	f.Add("", "a/b c?d", "127.0.0.1:1")
+	f.Fuzz(func(t *testing.T, user, pass, rest string) {
+		if len(pass) < 4 || strings.ContainsAny(user, ":@\"\\\n") || strings.ContainsAny(pass, "@\"\\\n") ||
+			strings.ContainsAny(rest, "@\"\\\n") || strings.Contains(rest, pass) || strings.Contains(user, pass) {
+			return
+		}
+		in := `url "redis://` + user + ":" + pass + "@" + rest + `" is bad`
+		prefix := `url "redis://` + user
+		if out := config.MaskURLCredentials(in); !strings.HasPrefix(out, prefix) || strings.Contains(out[len(prefix):], pass) {
+			t.Fatalf("MaskURLCredentials(%q) = %q keeps the password", in, out)
+		}
+	})
+}

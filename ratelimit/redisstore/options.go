@@ -153,6 +153,12 @@ func ParseURL(s string) (Options, error) {
 	if i := strings.IndexAny(authority, "/?"); i >= 0 {
 		authority, rest = authority[:i], authority[i:]
 	}
+	if !strings.Contains(authority, "@") && strings.Contains(rest, "@") {
+		// A password with "/" or "?" in it, not %-encoded: the authority
+		// ended inside it. An error naming the address would name the
+		// password's first part.
+		return o, errors.New("redisstore: url has \"@\" after its host: a password with \"/\" or \"?\" must be %-encoded (%2F, %3F)")
+	}
 	path, query, _ := strings.Cut(rest, "?")
 
 	if i := strings.LastIndexByte(authority, '@'); i >= 0 {

@@ -97,6 +97,9 @@ func TestParseURLErrorsHidePassword(t *testing.T) {
 	for _, u := range []string{
 		"redis://:hunter2@h:0", "redis://:hunter2@h/x", "redis://:hunter2@h?x=1",
 		"redis://:hunter2@a:1,b:2/1", "redis://:hunter2@", "redis://u:hunter2@h#f",
+		// A "/" or "?" in the password, not %-encoded, ends the authority
+		// inside it.
+		"redis://:hunter2/q1w2e3+Zz@127.0.0.1:6379", "redis://:hunter2?q@h:1", "redis://u:hunter2/x@a:1,b:2/0",
 	} {
 		if _, err := ParseURL(u); err == nil || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("ParseURL(%q) error %v, want an error without the password", u, err)

@@ -68,3 +68,38 @@ func TestShortHashKeyRefused(t *testing.T) {
 		}
 	}
 }
+
+// A rejected reload logs every problem, and a problem may quote a URL
+// back: none of its passwords reach the log, nor the error of a start
+// refused for a bad --store.
+func TestURLPasswordsNeverLogged(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	g := startServe(t, opsYAML(up.URL, "5/1h"))
+	g.write(`
+listen: ${PUB}
+admin: {listen: "${ADM}"}
+store: {url: "redis://:REDISPASS/q1w2e3+Zz@127.0.0.1:1"}
+upstreams:
+  api:
+    url: "` + up.URL + `"
+    auth: {type: client_credentials, client_id: a, client_secret: b, token_url: "https://svc:TOKENURLPASS-42@auth.example/token"}
+  web: {url: "http://u:UP/STREAMPASS-3@127.0.0.1:1"}
+routes: [{name: r, path: /, upstream: api}]
+`)
+	g.waitMetric(reloadFailed, 1)
+	log := g.stderr.String()
+	if !strings.Contains(log, "configuration rejected") {
+		t.Fatalf("no rejection logged:\n%s", log)
+	}
+	for _, pw := range []string{"REDISPASS", "q1w2e3", "TOKENURLPASS", "STREAMPASS"} {
+		if strings.Contains(log, pw) {
+			t.Errorf("the rejection logs the password %q:\n%s", pw, log)
+		}
+	}
+
+	code, _, stderr := run(t, nil, "serve", "--config", g.conf, "--store", "redis://:REDISPASS/q1w2e3+Zz@127.0.0.1:1")
+	if code == 0 || strings.Contains(stderr, "REDISPASS") || strings.Contains(stderr, "q1w2e3") {
+		t.Errorf("serve --store with a password holding \"/\": exit %d, stderr:\n%s", code, stderr)
+	}
+}
