@@ -19,7 +19,6 @@ import (
 type decider struct {
 	protocol string
 	lane     lane
-	log      *slog.Logger
 }
 
 // lane is what differs between the listeners that decide: the engine's
@@ -36,7 +35,7 @@ func newDecider(g *Gateway, c *config.Config, o Options) *decider {
 	if !c.DecideEnabled() {
 		return nil
 	}
-	d := &decider{protocol: c.Decide.Protocol, log: o.Logger}
+	d := &decider{protocol: c.Decide.Protocol}
 	d.lane.engine = g.gw.engine
 	d.lane.engine.Obs = telemetry.NewDecisions(o.Metrics.ForRules(g.gw.engine.Set, telemetry.ListenerDecide), o.Logger, c.Log.Decisions, g.hasher, o.Failures)
 	for _, rc := range c.Routes {
@@ -69,8 +68,9 @@ func (g *Gateway) ServeDecide(w http.ResponseWriter, r *http.Request) {
 	peer := clientip.Peer(r.RemoteAddr)
 	if !g.resolver.Trusts(peer) {
 		// The peer's address, hashed: which proxy it was is for the
-		// operator to find, not for the log to hold.
-		d.log.LogAttrs(r.Context(), slog.LevelWarn, "decision refused: the asking peer is not in client_ip.trusted_proxies",
+		// operator to find, not for the log to hold. One line per
+		// interval: a misconfigured proxy asks with every request.
+		g.failures.Limiter().Log("decision refused\x1fpeer", slog.LevelWarn, "decision refused: the asking peer is not in client_ip.trusted_proxies",
 			slog.String("peer_hash", g.hasher.Hash(peer.AppendTo(nil))))
 		d.refuse(g, w, r, "the asking peer is not in client_ip.trusted_proxies", respond.Denied)
 		return
@@ -80,7 +80,7 @@ func (g *Gateway) ServeDecide(w http.ResponseWriter, r *http.Request) {
 		err = originalError(g.resolver.HeaderName() + " is missing: the proxy must send the client's address")
 	}
 	if err != nil {
-		d.log.LogAttrs(r.Context(), slog.LevelWarn, "decision refused: the proxy's request does not describe the original",
+		g.failures.Limiter().Log("decision refused\x1foriginal\x1f"+err.Error(), slog.LevelWarn, "decision refused: the proxy's request does not describe the original",
 			slog.String("protocol", d.protocol), slog.String("error", err.Error()))
 		d.refuse(g, w, r, err.Error(), respond.BadRequest)
 		return

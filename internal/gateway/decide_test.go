@@ -283,6 +283,11 @@ func TestDecideRefusesWhatItCannotTrust(t *testing.T) {
 	if resp, _ := h.ask(h.proxy, "GET", "/decide", full...); resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("RateLimit"), `"rate-limit-ip";r=1;`) {
 		t.Errorf("first real decision = %d %q, want 200 with 1 remaining (nothing counted before)", resp.StatusCode, resp.Header.Get("RateLimit"))
 	}
+	// Asked three times each: one line per kind of refusal, not one per
+	// request (a misconfigured proxy asks with every request).
+	if n := strings.Count(h.logs.String(), `"msg":"decision refused`); n != 6 {
+		t.Errorf("%d decision refused lines for 18 refusals of 6 kinds, want 6:\n%s", n, h.logs.String())
+	}
 	if !strings.Contains(h.logs.String(), "peer_hash") || strings.Contains(h.logs.String(), "127.0.0.1") {
 		t.Errorf("the untrusted peer is not logged, or logged raw:\n%s", h.logs.String())
 	}
