@@ -282,3 +282,48 @@ rules:
 		t.Errorf("the lines no longer say what failed:\n%s", all)
 	}
 }
+
+// TestRuleFailureKind: a rule whose condition fails to evaluate is counted
+// and logged as kind=condition whatever its action, and one whose key
+// expression fails as kind=key.
+func TestRuleFailureKind(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	tests := []struct {
+		name, rule string
+		kind       string
+	}{
+		{"deny-cond", `{name: deny-cond, action: deny, when: "request.headers['x-missing'] == 'a'"}`, "condition"},
+		{"block-cond", `{name: block-cond, when: "request.headers['x-missing'] == 'a'", limits: [10/1m]}`, "condition"},
+		{"count-cond", `{name: count-cond, action: count, when: "request.headers['x-missing'] == 'a'", limits: [10/1m]}`, "condition"},
+		{"block-key", `{name: block-key, key: ["expr:request.headers['x-missing']"], limits: [10/1m]}`, "key"},
+		{"count-key", `{name: count-key, action: count, key: ["expr:request.headers['x-missing']"], limits: [10/1m]}`, "key"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+upstreams: {api: {url: "`+up.URL+`"}}
+rules:
+  - `+tc.rule+`
+`)
+			if got := h.repeat(1, "GET", "/a", "203.0.113.7"); !cmp.Equal(got, map[int]int{200: 1}) {
+				t.Fatalf("answers %v, want 1 × 200 (the rule skipped)", got)
+			}
+			for _, kind := range []string{"condition", "key", "store"} {
+				want := 0.0
+				if kind == tc.kind {
+					want = 1
+				}
+				series := `floodgate_rule_errors_total{kind="` + kind + `",rule="` + tc.name + `"}`
+				if v := h.metric(series); v != want {
+					t.Errorf("%s = %v, want %v", series, v, want)
+				}
+			}
+			skipped, all := h.lines("rule skipped")
+			if len(skipped) != 1 || skipped[0]["rule"] != tc.name || skipped[0]["kind"] != tc.kind {
+				t.Errorf("rule skipped lines: %v, want one for %s with kind %s\nlog:\n%s", skipped, tc.name, tc.kind, all)
+			}
+		})
+	}
+}

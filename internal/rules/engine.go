@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
@@ -34,9 +35,50 @@ func (o Outcome) String() string { return outcomeNames[o] }
 // OutcomeNames lists every Outcome's name.
 func OutcomeNames() []string { return outcomeNames[:] }
 
+// A FailureKind names the part of a rule that failed to evaluate; the
+// names are the `kind` label of floodgate_rule_errors_total.
+type FailureKind uint8
+
+// FailureKinds.
+const (
+	FailedCondition FailureKind = iota // the rule's when (or its count_when) failed to evaluate
+	FailedKey                          // an expr: key characteristic failed to evaluate
+	FailedStore                        // the store failed
+)
+
+var failureKindNames = [...]string{FailedCondition: "condition", FailedKey: "key", FailedStore: "store"}
+
+func (k FailureKind) String() string { return failureKindNames[k] }
+
+// FailureKindNames lists every FailureKind's name.
+func FailureKindNames() []string { return failureKindNames[:] }
+
+// A Failure is the error an Observer is given when a rule failed to
+// evaluate: which part failed, and why. The part is said rather than left
+// to be inferred from the action, since a block or count rule can fail in
+// its condition as well as in its key.
+type Failure struct {
+	Kind FailureKind
+	Err  error
+}
+
+func (f *Failure) Error() string { return f.Err.Error() }
+func (f *Failure) Unwrap() error { return f.Err }
+
+// FailureKindOf returns the kind of the failure err reports. An error that
+// is no *Failure is counted as the store's, the one part outside the rule.
+func FailureKindOf(err error) FailureKind {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f.Kind
+	}
+	return FailedStore
+}
+
 // An Observer is told every rule a request matched and what the rule did.
-// key is the counter key (nil for deny and allow rules); it is only valid
-// during the call. err is a condition or store failure: the rule was then
+// key is the counter key (nil for deny and allow rules, and when the
+// condition or key failed); it is only valid during the call. err, a
+// *Failure, is a condition, key or store failure: the rule was then
 // skipped (fail open) and o is Allowed, or, for a store failure under a
 // fail-closed rule, the request refused and o is Blocked.
 type Observer interface {
@@ -112,7 +154,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 			} else {
 				b, err := r.when.eval(req)
 				if err != nil {
-					e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
+					e.observe(req, r, Allowed, nil, ratelimit.Decision{}, &Failure{FailedCondition, err})
 					continue
 				}
 				if r.whenSlot >= 0 {
@@ -143,7 +185,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 		key, err := r.appendKey(req.keyBuf[:0], req)
 		req.keyBuf = key
 		if err != nil {
-			e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
+			e.observe(req, r, Allowed, nil, ratelimit.Decision{}, &Failure{FailedKey, err})
 			continue
 		}
 		skey := unsafe.String(unsafe.SliceData(key), len(key))
@@ -152,6 +194,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 		if err != nil {
 			// The store failed: never a 500. Fail open admits the request;
 			// fail closed answers 503.
+			err = &Failure{FailedStore, err}
 			if r.FailClosed && enforce {
 				d = ratelimit.Decision{RetryAfter: r.unavailableRetry()}
 				e.observe(req, r, Blocked, key, d, err)
@@ -301,7 +344,7 @@ func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
 			rc := resp
 			out, _, err := r.countWhen.Eval(responseActivation{activation{req}, &rc})
 			if err != nil {
-				e.observe(req, r, Allowed, nil, ratelimit.Decision{}, err)
+				e.observe(req, r, Allowed, nil, ratelimit.Decision{}, &Failure{FailedCondition, err})
 				continue
 			}
 			if b, ok := out.Value().(bool); !ok || !b {
@@ -317,7 +360,7 @@ func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
 			_, err = e.Store.Take(ctx, c.key, d.Remaining, r.storeLims...)
 		}
 		if err != nil {
-			e.observe(req, r, Allowed, []byte(c.key), ratelimit.Decision{Allowed: true}, err)
+			e.observe(req, r, Allowed, []byte(c.key), ratelimit.Decision{Allowed: true}, &Failure{FailedStore, err})
 			continue
 		}
 		if e.Obs != nil {

@@ -2,6 +2,7 @@ package rules_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
@@ -246,6 +247,39 @@ func TestConditionErrorSkipsRule(t *testing.T) {
 	}
 	if len(e.obs.errs) != 1 {
 		t.Errorf("errors observed: %v, want 1", e.obs.errs)
+	}
+}
+
+// TestFailureKind: the Observer is told which part of a rule failed,
+// whatever the rule's action: the condition (when, or count_when after the
+// response) or the key.
+func TestFailureKind(t *testing.T) {
+	const missing = "request.headers['x-missing'] == 'a'"
+	for _, tc := range []struct {
+		name, rule string
+		want       rules.FailureKind
+	}{
+		{"deny condition", `{name: r, action: deny, when: "` + missing + `"}`, rules.FailedCondition},
+		{"block condition", `{name: r, when: "` + missing + `", limits: [10/1m]}`, rules.FailedCondition},
+		{"count condition", `{name: r, action: count, when: "` + missing + `", limits: [10/1m]}`, rules.FailedCondition},
+		{"block key", `{name: r, key: ["expr:request.headers['x-missing']"], limits: [10/1m]}`, rules.FailedKey},
+		{"count key", `{name: r, action: count, key: ["expr:request.headers['x-missing']"], limits: [10/1m]}`, rules.FailedKey},
+		{"block count_when", `{name: r, count_when: "response.headers['x-missing'] == 'a'", limits: [10/1m]}`, rules.FailedCondition},
+	} {
+		e := newEnv(t, "  - "+tc.rule)
+		r := httptest.NewRequest("GET", "/", nil)
+		req := &rules.Request{HTTP: r, Path: "/", ClientIP: netip.MustParseAddr("192.0.2.1")}
+		if v := e.eng.Evaluate(context.Background(), req); v.Rule != nil {
+			t.Errorf("%s: answered by %s, want the rule skipped", tc.name, name(v))
+		}
+		e.eng.Finish(context.Background(), req, rules.Response{Status: 200, Header: http.Header{}, Forwarded: true})
+		if len(e.obs.errs) != 1 {
+			t.Errorf("%s: errors observed %v, want 1", tc.name, e.obs.errs)
+			continue
+		}
+		if got := rules.FailureKindOf(e.obs.errs[0]); got != tc.want {
+			t.Errorf("%s: FailureKindOf(%v) = %v, want %v", tc.name, e.obs.errs[0], got, tc.want)
+		}
 	}
 }
 

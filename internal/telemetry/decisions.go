@@ -50,31 +50,22 @@ func NewDecisions(rm *RuleMetrics, log *slog.Logger, which string, h *KeyHasher,
 	return &Decisions{rm: rm, log: log, which: which, hasher: h, failures: f}
 }
 
-// errorKinds name the kinds of rule failure, as in
-// floodgate_rule_errors_total.
-var errorKinds = [3]string{"condition", "key", "store"}
-
 // Observe implements rules.Observer.
 func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, key []byte, dec ratelimit.Decision, err error) {
 	if err != nil {
-		kind := 0 // condition
-		if key != nil {
-			kind = 2 // store
-		} else if r.Action == rules.Block || r.Action == rules.Count {
-			kind = 1 // key
-		}
+		kind := rules.FailureKindOf(err)
 		d.rm.errors[r.Index][kind].Inc()
-		if kind == 2 && d.rm.degraded[r.Index][0] != nil {
+		if kind == rules.FailedStore && d.rm.degraded[r.Index][0] != nil {
 			if o == rules.Blocked {
 				d.rm.degraded[r.Index][1].Inc()
 			} else {
 				d.rm.degraded[r.Index][0].Inc()
 			}
 		}
-		if kind == 2 && o == rules.Blocked {
+		if kind == rules.FailedStore && o == rules.Blocked {
 			d.failures.RuleRefused(r.Name, err) // fail_closed: not skipped
 		} else {
-			d.failures.RuleSkipped(r.Name, errorKinds[kind], err)
+			d.failures.RuleSkipped(r.Name, kind.String(), err)
 		}
 		return
 	}

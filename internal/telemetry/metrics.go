@@ -224,7 +224,7 @@ type RuleMetrics struct {
 	listener   string                    // the listener label of these series
 	degraded   [][2]prometheus.Counter   // by rule index: fail_open, fail_closed
 	decisions  [][4]prometheus.Counter   // by rule index, by rules.Outcome
-	errors     [][3]prometheus.Counter   // condition, key, store
+	errors     [][3]prometheus.Counter   // by rule index, by rules.FailureKind
 	candidates [][][2]prometheus.Counter // by rule index, candidate, allowed/would_block
 	charged    []prometheus.Counter
 	recent     *RingRules           // the rule set's rows in Metrics.Ring
@@ -270,7 +270,7 @@ func (m *Metrics) ForRules(set *rules.Set, listener string) *RuleMetrics {
 		for o, name := range rules.OutcomeNames() {
 			rm.decisions[i][o] = m.ruleDecisions.WithLabelValues(listener, r.Name, name)
 		}
-		for k, name := range []string{"condition", "key", "store"} {
+		for k, name := range rules.FailureKindNames() {
 			rm.errors[i][k] = m.ruleErrors.WithLabelValues(r.Name, name)
 		}
 		if r.Action == rules.Block || r.Action == rules.Count {
