@@ -183,23 +183,24 @@ type page struct {
 
 type ruleRow struct {
 	Name, Action, Limits string
-	Removed              bool      // no longer configured (still in the ring)
-	Hour, Total          [4]uint64 // by rules.Outcome
+	Removed              bool                      // no longer configured (still in the ring)
+	Hour, Total          [rules.NumOutcomes]uint64 // by rules.Outcome
 	HasTotal             bool
 	Chart                chart
 }
 
-// Limited is what the rule refused or would have: blocked, would_block
-// and denied, over the last hour.
+// Limited is what the rule refused or would have: blocked, would_block,
+// denied and unavailable, over the last hour.
 func (r ruleRow) Limited() uint64 {
-	return r.Hour[rules.Blocked] + r.Hour[rules.WouldBlock] + r.Hour[rules.Denied]
+	return r.Hour[rules.Blocked] + r.Hour[rules.WouldBlock] + r.Hour[rules.Denied] + r.Hour[rules.Unavailable]
 }
 
 // Outcome indexes for the template.
-func (ruleRow) Allowed() int    { return int(rules.Allowed) }
-func (ruleRow) Blocked() int    { return int(rules.Blocked) }
-func (ruleRow) WouldBlock() int { return int(rules.WouldBlock) }
-func (ruleRow) Denied() int     { return int(rules.Denied) }
+func (ruleRow) Allowed() int     { return int(rules.Allowed) }
+func (ruleRow) Blocked() int     { return int(rules.Blocked) }
+func (ruleRow) WouldBlock() int  { return int(rules.WouldBlock) }
+func (ruleRow) Denied() int      { return int(rules.Denied) }
+func (ruleRow) Unavailable() int { return int(rules.Unavailable) }
 
 // tableCell is one count of the rules table, marked with its rule, window
 // and decision so that tests and scrapers of the page can find it.
@@ -348,7 +349,7 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 			hist[rh.Rule] = rh
 		}
 	}
-	totals := map[string]*[4]uint64{}
+	totals := map[string]*[rules.NumOutcomes]uint64{}
 	if mf := byName["floodgate_rule_decisions_total"]; mf != nil {
 		outcome := map[string]rules.Outcome{}
 		for i, n := range rules.OutcomeNames() {
@@ -362,7 +363,7 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 			}
 			t := totals[l["rule"]]
 			if t == nil {
-				t = new([4]uint64)
+				t = new([rules.NumOutcomes]uint64)
 				totals[l["rule"]] = t
 			}
 			t[o] += uint64(value(m)) // summed over listeners
@@ -402,7 +403,7 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 		if configured[rh.Rule] {
 			continue
 		}
-		if rh.Total == ([4]uint64{}) {
+		if rh.Total == ([rules.NumOutcomes]uint64{}) {
 			continue
 		}
 		rr := row(rh.Rule)
@@ -549,7 +550,9 @@ func caps(f *config.File, rows []ruleRow, byName map[string]*dto.MetricFamily) [
 	var out []capRow
 	refused := map[string]uint64{}
 	for _, r := range rows {
-		refused[r.Name] = r.Hour[rules.Blocked] + r.Hour[rules.WouldBlock]
+		// A cap's own refusals; a shadow rule's would-blocks do not
+		// tell a full cap from a limit.
+		refused[r.Name] = r.Hour[rules.Unavailable] + r.Hour[rules.WouldBlock]
 	}
 	for _, rc := range f.Config.Rules {
 		var c []string
@@ -624,7 +627,7 @@ const minutes = 60
 
 // perMinute sums the ring's buckets of decisions o… into minutes, oldest
 // first.
-func perMinute(buckets [][4]uint64, bucket time.Duration, os ...rules.Outcome) []uint64 {
+func perMinute(buckets [][rules.NumOutcomes]uint64, bucket time.Duration, os ...rules.Outcome) []uint64 {
 	out := make([]uint64, minutes)
 	per := int(time.Minute / bucket)
 	n := len(buckets)
@@ -675,9 +678,9 @@ func newChart(id, title string, width, height int, enforced, shadow []uint64) ch
 		}
 	}
 	if c.Empty {
-		c.Desc = "No blocks, denials or would-blocks in the last 60 minutes."
+		c.Desc = "No blocks, denials, unavailable answers or would-blocks in the last 60 minutes."
 	} else {
-		c.Desc = fmt.Sprintf("Last 60 minutes, per minute: %s enforced (blocked or denied) and %s would-block in all; the busiest minute, %d minutes ago, had %s.",
+		c.Desc = fmt.Sprintf("Last 60 minutes, per minute: %s enforced (blocked, denied or unavailable) and %s would-block in all; the busiest minute, %d minutes ago, had %s.",
 			formatCount(sumE), formatCount(sumS), minutes-1-peakAt, formatCount(peak))
 	}
 	return c
@@ -687,7 +690,7 @@ func overviewChart(h telemetry.History) chart {
 	enforced := make([]uint64, minutes)
 	shadow := make([]uint64, minutes)
 	for _, rh := range h.Rules {
-		e := perMinute(rh.Buckets, h.Bucket, rules.Blocked, rules.Denied)
+		e := perMinute(rh.Buckets, h.Bucket, rules.Blocked, rules.Denied, rules.Unavailable)
 		s := perMinute(rh.Buckets, h.Bucket, rules.WouldBlock)
 		for i := range enforced {
 			enforced[i] += e[i]
@@ -699,7 +702,7 @@ func overviewChart(h telemetry.History) chart {
 
 func ruleChart(name string, rh telemetry.RuleHistory, bucket time.Duration) chart {
 	return newChart("rule-"+name, "Rule "+name+": enforced and would-block per minute", 360, 110,
-		perMinute(rh.Buckets, bucket, rules.Blocked, rules.Denied), perMinute(rh.Buckets, bucket, rules.WouldBlock))
+		perMinute(rh.Buckets, bucket, rules.Blocked, rules.Denied, rules.Unavailable), perMinute(rh.Buckets, bucket, rules.WouldBlock))
 }
 
 // niceCeil rounds n up to 1, 2 or 5 times a power of ten (at least 1).

@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -113,12 +115,87 @@ func TestCSVBuildCap(t *testing.T) {
 			t.Errorf("a capped-in request: %d, want 200", r.code)
 		}
 	}
-	if got := h.metric(decisions("cap-csv-builds", "blocked")); got != 6 {
-		t.Errorf("cap-csv-builds blocked = %v, want 6", got)
+	if got := h.metric(decisions("cap-csv-builds", "unavailable")); got != 6 {
+		t.Errorf("cap-csv-builds unavailable = %v, want 6", got)
+	}
+	if got := h.metric(decisions("cap-csv-builds", "blocked")); got != 0 {
+		t.Errorf("cap-csv-builds blocked = %v, want 0 (no 429)", got)
 	}
 	// The slots are given back: a new build gets through.
 	if resp, _ := h.do("GET", csvPath, "203.0.113.99"); resp.StatusCode != 200 {
 		t.Errorf("after the builds finished: %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestCapRefusalIsUnavailable: a concurrency cap's 503s are counted as
+// decision="unavailable", never as "blocked", which stays the 429s of the
+// rule's limits; the decision log says the same.
+func TestCapRefusalIsUnavailable(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	defer free() // never leave the upstream hanging, even when the test fails
+	h := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: cap, key: [], limits: [100/1m], max_inflight: 1}
+  - {name: per-ip, limits: [1/1h]}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+	}))
+
+	first := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", h.gw.URL+"/slow", nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.1")
+		resp, err := h.client.Do(req)
+		if err != nil {
+			first <- -1
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	<-arrived // the first request holds the cap's one slot at the upstream
+	for i := range 2 {
+		if resp, _ := h.do("GET", "/slow", "203.0.113.2"); resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("request %d while the slot is held: %d, want 503", i+2, resp.StatusCode)
+		}
+	}
+	free()
+	if code := <-first; code != http.StatusOK {
+		t.Errorf("the request holding the slot: %d, want 200", code)
+	}
+	// A 429 of a later rule's limit stays "blocked".
+	if resp, _ := h.do("GET", "/fast", "203.0.113.1"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("second request from 203.0.113.1: %d, want 429 from per-ip", resp.StatusCode)
+	}
+	for _, tc := range []struct {
+		rule, decision string
+		want           float64
+	}{
+		{"cap", "allowed", 2}, {"cap", "unavailable", 2}, {"cap", "blocked", 0},
+		{"per-ip", "allowed", 1}, {"per-ip", "blocked", 1}, {"per-ip", "unavailable", 0},
+	} {
+		if got := h.metric(decisions(tc.rule, tc.decision)); got != tc.want {
+			t.Errorf("%s = %v, want %v", decisions(tc.rule, tc.decision), got, tc.want)
+		}
+	}
+	// The log names what refused: the cap, not the rule's limit.
+	var logged []string
+	for _, line := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+		var rec struct{ Msg, Decision, Limit string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("not a JSON line: %q", line)
+		}
+		if rec.Msg == "decision" {
+			logged = append(logged, rec.Decision+" "+rec.Limit)
+		}
+	}
+	if want := []string{"unavailable max_inflight 1", "unavailable max_inflight 1", "blocked 1/1h"}; !slices.Equal(logged, want) {
+		t.Errorf("decision log: %q, want %q\n%s", logged, want, h.logs.String())
 	}
 }
 

@@ -22,13 +22,18 @@ type Outcome uint8
 
 // Outcomes.
 const (
-	Allowed    Outcome = iota // matched and within its limits (or an allow rule)
-	Blocked                   // over a block rule's limit: answered 429
-	WouldBlock                // over a count rule's limit, or any block/deny in log-only mode
-	Denied                    // a deny rule answered 403
+	Allowed     Outcome = iota // matched and within its limits (or an allow rule)
+	Blocked                    // over a block rule's limit, or banned: answered 429
+	WouldBlock                 // over a count rule's limit or cap, or any block/deny in log-only mode
+	Denied                     // a deny rule answered 403
+	Unavailable                // a block rule's concurrency cap was full, or its store failed under fail_closed: answered 503
 )
 
-var outcomeNames = [...]string{Allowed: "allowed", Blocked: "blocked", WouldBlock: "would_block", Denied: "denied"}
+// NumOutcomes is the number of Outcomes: a [NumOutcomes]T indexed by
+// Outcome holds one T per outcome.
+const NumOutcomes = int(Unavailable) + 1
+
+var outcomeNames = [NumOutcomes]string{Allowed: "allowed", Blocked: "blocked", WouldBlock: "would_block", Denied: "denied", Unavailable: "unavailable"}
 
 func (o Outcome) String() string { return outcomeNames[o] }
 
@@ -80,7 +85,7 @@ func FailureKindOf(err error) FailureKind {
 // condition or key failed); it is only valid during the call. err, a
 // *Failure, is a condition, key or store failure: the rule was then
 // skipped (fail open) and o is Allowed, or, for a store failure under a
-// fail-closed rule, the request refused and o is Blocked.
+// fail-closed rule, the request refused and o is Unavailable.
 type Observer interface {
 	Observe(req *Request, r *Rule, o Outcome, key []byte, d ratelimit.Decision, err error)
 	// ObserveCandidate reports what candidate limit i of r would have
@@ -197,7 +202,7 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 			err = &Failure{FailedStore, err}
 			if r.FailClosed && enforce {
 				d = ratelimit.Decision{RetryAfter: r.unavailableRetry()}
-				e.observe(req, r, Blocked, key, d, err)
+				e.observe(req, r, Unavailable, key, d, err)
 				v.Rule, v.Decision, v.Unavailable = r, d, true
 				return v
 			}
@@ -214,7 +219,11 @@ func (e *Engine) Evaluate(ctx context.Context, req *Request) Verdict {
 		case !enforce:
 			e.observe(req, r, WouldBlock, key, d, nil)
 		default:
-			e.observe(req, r, Blocked, key, d, nil)
+			o := Blocked
+			if unavailable {
+				o = Unavailable
+			}
+			e.observe(req, r, o, key, d, nil)
 			v.Rule, v.Decision, v.Unavailable = r, d, unavailable
 			return v
 		}

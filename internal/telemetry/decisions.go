@@ -20,7 +20,7 @@ import (
 
 // LogLevel of decisions.
 const (
-	LogLimited = "limited" // blocked, would_block, denied (default)
+	LogLimited = "limited" // every decision but allowed (default)
 	LogAll     = "all"     // every rule match, allowed ones too
 	LogNone    = "none"
 )
@@ -56,13 +56,13 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 		kind := rules.FailureKindOf(err)
 		d.rm.errors[r.Index][kind].Inc()
 		if kind == rules.FailedStore && d.rm.degraded[r.Index][0] != nil {
-			if o == rules.Blocked {
+			if o == rules.Unavailable {
 				d.rm.degraded[r.Index][1].Inc()
 			} else {
 				d.rm.degraded[r.Index][0].Inc()
 			}
 		}
-		if kind == rules.FailedStore && o == rules.Blocked {
+		if kind == rules.FailedStore && o == rules.Unavailable {
 			d.failures.RuleRefused(r.Name, err) // fail_closed: not skipped
 		} else {
 			d.failures.RuleSkipped(r.Name, kind.String(), err)
@@ -99,7 +99,7 @@ func (d *Decisions) Observe(req *rules.Request, r *rules.Rule, o rules.Outcome, 
 			slog.String("key_hash", d.hasher.Hash(key)),
 		)
 		switch {
-		case dec.Limit >= 0 && dec.Limit < len(r.Limits) && (dec.Allowed || dec.RetryAfter > 0 || r.MaxInflight == 0 && r.MaxInflightPerKey == 0):
+		case o != rules.Unavailable && dec.Limit >= 0 && dec.Limit < len(r.Limits) && (dec.Allowed || dec.RetryAfter > 0 || r.MaxInflight == 0 && r.MaxInflightPerKey == 0):
 			attrs = append(attrs, slog.String("limit", r.Limits[dec.Limit].String()), slog.Int64("remaining", dec.Remaining))
 		case r.MaxInflight > 0:
 			attrs = append(attrs, slog.String("limit", "max_inflight "+strconv.FormatInt(r.MaxInflight, 10)))

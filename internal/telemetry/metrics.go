@@ -59,7 +59,7 @@ func NewMetrics(version string) *Metrics {
 		ring:     newRegistryRing(reg),
 		ruleDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floodgate_rule_decisions_total",
-			Help: "Requests a rule matched, by what it decided: allowed, blocked, would_block (shadow or log-only) or denied, and by the listener that decided: gateway or decide.",
+			Help: "Requests a rule matched, by what it decided: allowed, blocked (429), would_block (shadow or log-only), denied (403) or unavailable (503: a concurrency cap), and by the listener that decided: gateway or decide.",
 		}, []string{"listener", "rule", "decision"}),
 		ruleErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floodgate_rule_errors_total",
@@ -221,11 +221,11 @@ const (
 // RuleMetrics holds the pre-resolved per-rule counters of one rule set, so
 // that counting a decision costs no label lookup.
 type RuleMetrics struct {
-	listener   string                    // the listener label of these series
-	degraded   [][2]prometheus.Counter   // by rule index: fail_open, fail_closed
-	decisions  [][4]prometheus.Counter   // by rule index, by rules.Outcome
-	errors     [][3]prometheus.Counter   // by rule index, by rules.FailureKind
-	candidates [][][2]prometheus.Counter // by rule index, candidate, allowed/would_block
+	listener   string                                  // the listener label of these series
+	degraded   [][2]prometheus.Counter                 // by rule index: fail_open, fail_closed
+	decisions  [][rules.NumOutcomes]prometheus.Counter // by rule index, by rules.Outcome
+	errors     [][3]prometheus.Counter                 // by rule index, by rules.FailureKind
+	candidates [][][2]prometheus.Counter               // by rule index, candidate, allowed/would_block
 	charged    []prometheus.Counter
 	recent     *RingRules           // the rule set's rows in Metrics.Ring
 	planUsage  *prometheus.GaugeVec // nil when no rule takes its limits from plans
@@ -237,7 +237,7 @@ type RuleMetrics struct {
 func (m *Metrics) ForRules(set *rules.Set, listener string) *RuleMetrics {
 	rm := &RuleMetrics{
 		listener:   listener,
-		decisions:  make([][4]prometheus.Counter, len(set.Rules)),
+		decisions:  make([][rules.NumOutcomes]prometheus.Counter, len(set.Rules)),
 		errors:     make([][3]prometheus.Counter, len(set.Rules)),
 		candidates: make([][][2]prometheus.Counter, len(set.Rules)),
 		charged:    make([]prometheus.Counter, len(set.Rules)),

@@ -26,8 +26,8 @@ const (
 const DefaultRingRules = 256
 
 // ringOutcomes is the number of rules.Outcome values (allowed, blocked,
-// would_block, denied).
-const ringOutcomes = int(rules.Denied) + 1
+// would_block, denied, unavailable).
+const ringOutcomes = rules.NumOutcomes
 
 // RingOptions configures NewRing.
 type RingOptions struct {
@@ -42,18 +42,18 @@ type RingOptions struct {
 	// runs, so tests step through fixed instants.
 	Now func() time.Time
 	// MaxRules bounds the rules the ring keeps a history for; 0 means
-	// DefaultRingRules. Each costs RingBuckets×4×8 bytes (11.25 KiB).
+	// DefaultRingRules. Each costs RingBuckets×5×8 bytes (14.06 KiB).
 	MaxRules int
 }
 
 // A Ring keeps the last hour of rule decisions in memory, for the admin
 // dashboard: per rule name and decision (allowed, blocked, would_block,
-// denied), counts in RingBuckets buckets of RingBucket each. Recording is
+// denied, unavailable), counts in RingBuckets buckets of RingBucket each. Recording is
 // an atomic add into the current bucket (RingRules.Add: no lock, no
 // allocation, and with the default clock no clock read); the bucket that
 // falls out of the window is zeroed when the clock moves into a new
 // bucket, under a lock taken once per bucket. Memory is fixed: MaxRules
-// rows of RingBuckets×4 counters, allocated when a rule is first seen.
+// rows of RingBuckets×5 counters, allocated when a rule is first seen.
 //
 // The ring is keyed by rule name, not by rule set, so a reload that keeps a
 // rule keeps its history. A rule removed by a reload keeps its row (and its
@@ -287,9 +287,9 @@ type RuleHistory struct {
 	Rule string
 	// Buckets has RingBuckets entries, oldest first; each is indexed by
 	// rules.Outcome.
-	Buckets [][4]uint64
+	Buckets [][ringOutcomes]uint64
 	// Total sums Buckets, by rules.Outcome.
-	Total [4]uint64
+	Total [ringOutcomes]uint64
 }
 
 // Snapshot is SnapshotAt(now).
@@ -314,7 +314,7 @@ func (r *Ring) SnapshotAt(t time.Time) History {
 		Untracked: append([]string(nil), r.untracked...),
 	}
 	for _, row := range r.rows {
-		rh := RuleHistory{Rule: row.name, Buckets: make([][4]uint64, RingBuckets)}
+		rh := RuleHistory{Rule: row.name, Buckets: make([][ringOutcomes]uint64, RingBuckets)}
 		for j := range RingBuckets {
 			s := slot(cur - RingBuckets + 1 + int64(j))
 			for o := range ringOutcomes {

@@ -36,8 +36,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
 // totals returns each rule's totals from h, by name.
-func totals(h History) map[string][4]uint64 {
-	out := map[string][4]uint64{}
+func totals(h History) map[string][rules.NumOutcomes]uint64 {
+	out := map[string][rules.NumOutcomes]uint64{}
 	for _, r := range h.Rules {
 		out[r.Rule] = r.Total
 	}
@@ -60,7 +60,7 @@ func TestRingCountsByRuleAndDecision(t *testing.T) {
 	(*RingRules)(nil).Add(0, rules.Blocked) // the nil recorder records nothing
 
 	h := r.Snapshot()
-	want := map[string][4]uint64{
+	want := map[string][rules.NumOutcomes]uint64{
 		"shadow-requests": {rules.Allowed: 3, rules.WouldBlock: 1},
 		"rate-limit-ip":   {rules.Blocked: 2, rules.Denied: 1},
 	}
@@ -95,28 +95,28 @@ func TestRingBuckets(t *testing.T) {
 	h := r.SnapshotAt(t0.Add(35 * time.Second))
 
 	b := h.Rules[0].Buckets
-	check := func(ago int, want [4]uint64) {
+	check := func(ago int, want [rules.NumOutcomes]uint64) {
 		t.Helper()
 		if got := b[RingBuckets-1-ago]; got != want {
 			t.Errorf("bucket %d ago = %v, want %v", ago, got, want)
 		}
 	}
-	check(0, [4]uint64{rules.Allowed: 1})
-	check(1, [4]uint64{})
-	check(2, [4]uint64{rules.WouldBlock: 1})
-	check(3, [4]uint64{rules.Blocked: 2})
-	check(5, [4]uint64{rules.Denied: 1})
-	if want := ([4]uint64{1, 2, 1, 1}); h.Rules[0].Total != want {
+	check(0, [rules.NumOutcomes]uint64{rules.Allowed: 1})
+	check(1, [rules.NumOutcomes]uint64{})
+	check(2, [rules.NumOutcomes]uint64{rules.WouldBlock: 1})
+	check(3, [rules.NumOutcomes]uint64{rules.Blocked: 2})
+	check(5, [rules.NumOutcomes]uint64{rules.Denied: 1})
+	if want := ([rules.NumOutcomes]uint64{1, 2, 1, 1}); h.Rules[0].Total != want {
 		t.Errorf("Total = %v, want %v", h.Rules[0].Total, want)
 	}
 
 	// An hour later, bucket 0 and the one before start have left the
 	// window; bucket 1 (10 s) is the oldest kept.
 	h = r.SnapshotAt(t0.Add(RingWindow))
-	if want := ([4]uint64{rules.Allowed: 1, rules.WouldBlock: 1}); h.Rules[0].Total != want {
+	if want := ([rules.NumOutcomes]uint64{rules.Allowed: 1, rules.WouldBlock: 1}); h.Rules[0].Total != want {
 		t.Errorf("after an hour: Total = %v, want %v", h.Rules[0].Total, want)
 	}
-	if got := h.Rules[0].Buckets[0]; got != ([4]uint64{rules.WouldBlock: 1}) {
+	if got := h.Rules[0].Buckets[0]; got != ([rules.NumOutcomes]uint64{rules.WouldBlock: 1}) {
 		t.Errorf("after an hour: oldest bucket = %v, want the would_block of 10 s", got)
 	}
 
@@ -129,7 +129,7 @@ func TestRingBuckets(t *testing.T) {
 
 	// A long silence empties the ring.
 	h = r.SnapshotAt(t0.Add(5 * RingWindow))
-	if h.Rules[0].Total != ([4]uint64{}) {
+	if h.Rules[0].Total != ([rules.NumOutcomes]uint64{}) {
 		t.Errorf("after five hours of silence: Total = %v, want zero", h.Rules[0].Total)
 	}
 	// A snapshot for an instant older than the newest bucket shows the
@@ -152,7 +152,7 @@ func TestRingAcrossReloads(t *testing.T) {
 	cur.Add(1, rules.Blocked)
 	cur.Add(0, rules.Allowed)
 	old.Add(0, rules.Blocked) // a request still finishing on the old rules
-	want := map[string][4]uint64{
+	want := map[string][rules.NumOutcomes]uint64{
 		"a": {rules.Blocked: 3},
 		"b": {rules.WouldBlock: 1},
 		"c": {rules.Allowed: 1},
@@ -191,7 +191,7 @@ func TestRingBounded(t *testing.T) {
 	if len(h.Untracked) != 0 {
 		t.Errorf("Untracked = %v, want none", h.Untracked)
 	}
-	if h.Rules[1].Total != ([4]uint64{}) {
+	if h.Rules[1].Total != ([rules.NumOutcomes]uint64{}) {
 		t.Errorf("y inherited counts: %v", h.Rules[1].Total)
 	}
 }
@@ -297,7 +297,7 @@ func TestDecisionsRecordIntoRing(t *testing.T) {
 	d.Observe(req, set.Rules[1], rules.Allowed, []byte("k"), ratelimit.Decision{Allowed: true}, nil)
 	d2 := NewDecisions(m.ForRules(set, ListenerGateway), log, LogNone, NewKeyHasher("k"), nil) // a reload
 	d2.Observe(req, set.Rules[1], rules.Blocked, []byte("k"), ratelimit.Decision{}, nil)
-	want := map[string][4]uint64{
+	want := map[string][rules.NumOutcomes]uint64{
 		"shadow-requests": {rules.WouldBlock: 1},
 		"rate-limit-ip":   {rules.Allowed: 1, rules.Blocked: 2},
 	}
@@ -337,7 +337,7 @@ func TestRingDefaultClock(t *testing.T) {
 	rr.Add(0, rules.Blocked)
 	rr.Add(0, rules.WouldBlock)
 	h := r.Snapshot()
-	if want := ([4]uint64{rules.Blocked: 1, rules.WouldBlock: 1}); h.Rules[0].Total != want {
+	if want := ([rules.NumOutcomes]uint64{rules.Blocked: 1, rules.WouldBlock: 1}); h.Rules[0].Total != want {
 		t.Errorf("Total = %v, want %v", h.Rules[0].Total, want)
 	}
 	if d := time.Until(h.End); d <= 0 || d > RingBucket {
@@ -360,7 +360,7 @@ func TestRingTick(t *testing.T) {
 	rr.Add(0, rules.Blocked)
 	h := r.SnapshotAt(clk.Now())
 	b := h.Rules[0].Buckets
-	if b[RingBuckets-1] != ([4]uint64{rules.Blocked: 1}) || b[RingBuckets-3] != ([4]uint64{rules.Denied: 1}) {
+	if b[RingBuckets-1] != ([rules.NumOutcomes]uint64{rules.Blocked: 1}) || b[RingBuckets-3] != ([rules.NumOutcomes]uint64{rules.Denied: 1}) {
 		t.Errorf("buckets 0..2 = %v, want denied in 0 and blocked in 2", b[RingBuckets-3:])
 	}
 }
