@@ -165,9 +165,19 @@ func (w *nginxAnswer) WriteHeader(code int) {
 func (w *nginxAnswer) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // Decide returns the decision listener's handler: the live Gateway's
-// ServeDecide.
-func (s *Server) Decide() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.cur.Load().ServeDecide(w, r)
-	})
+// ServeDecide, and its refusals counted under the listener "decide".
+func (s *Server) Decide() http.Handler { return decideHandler{s} }
+
+type decideHandler struct{ s *Server }
+
+func (h decideHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.s.cur.Load().ServeDecide(w, r)
+}
+
+// Refused counts an answer the decision listener's server gave a proxy's
+// request itself, under no route, as the requests refused undecided.
+func (h decideHandler) Refused(code int) {
+	if d := h.s.cur.Load().decide; d != nil {
+		d.lane.noRoute.Request(code)
+	}
 }

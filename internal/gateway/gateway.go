@@ -435,6 +435,13 @@ func ClientIPOptions(c *config.Config) (clientip.Options, error) {
 // ServeHTTP handles one public request.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.serve(w, r, false) }
 
+// Refused counts an answer the server gave a request itself, without
+// the Gateway (h1server.RefusalObserver: a protocol refusal such as 400,
+// 431 or 501), under no route: floodgate_requests_total counts every
+// answer sent on the listener. Such a request reached no route or rule,
+// and has no access-log record, as one with no route has none.
+func (g *Gateway) Refused(code int) { g.gw.noRoute.Request(code) }
+
 // ServeInternal handles one request of the internal listener: the same
 // routes and upstreams, not counted unless internal.evaluate_rules, and
 // never given a session.

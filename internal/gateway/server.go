@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/h1server"
 	"github.com/floodgate/floodgate/internal/rules"
 	"github.com/floodgate/floodgate/internal/telemetry"
 )
@@ -35,7 +36,13 @@ type Server struct {
 	started config.Config
 }
 
-var _ http.Handler = (*Server)(nil)
+var (
+	_ http.Handler             = (*Server)(nil)
+	_ h1server.RefusalObserver = (*Server)(nil)
+	_ h1server.RefusalObserver = internalHandler{}
+	_ h1server.RefusalObserver = decideHandler{}
+	_ h1server.RefusalObserver = (*Gateway)(nil)
+)
 
 // NewServer builds the first Gateway from f (defaults applied) and returns
 // the Server holding it, or every problem of f.
@@ -73,13 +80,23 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.cur.Load().ServeHTTP(w, r)
 }
 
+// Refused counts an answer the server gave a request of the public
+// listener itself (h1server.RefusalObserver), on the live Gateway.
+func (s *Server) Refused(code int) { s.cur.Load().Refused(code) }
+
 // Internal returns the internal listener's handler: the live Gateway's
-// ServeInternal.
-func (s *Server) Internal() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.cur.Load().ServeInternal(w, r)
-	})
+// ServeInternal, and its Refused.
+func (s *Server) Internal() http.Handler { return internalHandler{s} }
+
+type internalHandler struct{ s *Server }
+
+func (h internalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.s.cur.Load().ServeInternal(w, r)
 }
+
+// Refused counts a refusal of the internal listener's server: the
+// listener label is the public listener's, as for its requests.
+func (h internalHandler) Refused(code int) { h.s.cur.Load().Refused(code) }
 
 // Current returns the live Gateway.
 func (s *Server) Current() *Gateway { return s.cur.Load() }

@@ -416,8 +416,11 @@ func checkRequest(req *http.Request, hosts int) (int, string) {
 }
 
 // writeError answers a request that never reached the handler, and
-// closes the connection after it.
+// closes the connection after it. The handler is told first
+// (RefusalObserver): by the time the client has the answer, it is
+// counted.
 func (c *conn) writeError(code int, msg string) {
+	refused(c.srv.Handler, code)
 	c.rwc.SetWriteDeadline(time.Now().Add(time.Second))
 	writeError(c.bw, code, msg)
 }
@@ -471,6 +474,7 @@ func (c *conn) handle(parsed *http.Request) bool {
 		w.closeAfter = true
 	}
 	if v := req.Header["Expect"]; len(v) > 0 && v[0] != "" && !expectsContinue(req) { // Header.Get, without canonicalizing a constant
+		refused(c.srv.Handler, http.StatusExpectationFailed)
 		w.closeAfter = true
 		w.WriteHeader(http.StatusExpectationFailed)
 		w.finish()

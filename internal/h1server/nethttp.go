@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floodgate/floodgate/internal/httpsyntax"
@@ -26,13 +27,23 @@ import (
 // A request whose head the scan could not pair with it is served as Go
 // parsed it, judged by what is left (httpsyntax.ParsedHead), and its
 // connection closed after it.
+//
+// A Handler that is a RefusalObserver is told of every request refused
+// without it: by the policy, and by Go's server itself (a head Go's
+// parser refuses, one over its own size limit, an unknown expectation).
+// Go offers no hook for its own answers, so they are recognised as they
+// are written: whatever the connection writes between the end of one
+// response (http.StateIdle, or the connection's start) and the next
+// handler's start can only be Go's answer to a request it refused.
 type NetHTTPServer struct {
 	*http.Server
 	maxHeaderBytes int
+	handler        http.Handler // the Handler s came with
 }
 
 // NewNetHTTPServer wraps s, whose Handler, MaxHeaderBytes (0: 64 KiB, as
-// Server's) and ConnContext it takes over; set the rest before or after.
+// Server's), ConnContext and ConnState it takes over (calling those s
+// had); set the rest before or after.
 // s.MaxHeaderBytes becomes the exact limit of a head (net/http's own
 // allows 4 KiB more, and refuses beyond that itself, with 431 too).
 func NewNetHTTPServer(s *http.Server) *NetHTTPServer {
@@ -46,9 +57,20 @@ func NewNetHTTPServer(s *http.Server) *NetHTTPServer {
 	// skipped the policy (an empty Host, ambiguous framing: 200 here, 400
 	// from floodgate's server).
 	s.DisableGeneralOptionsHandler = true
-	n := &NetHTTPServer{Server: s, maxHeaderBytes: max}
+	n := &NetHTTPServer{Server: s, maxHeaderBytes: max, handler: s.Handler}
 	next := s.Handler
 	s.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.serve(next, w, r) })
+	connState := s.ConnState
+	s.ConnState = func(c net.Conn, st http.ConnState) {
+		if sc, ok := c.(*scannedConn); ok && st == http.StateIdle {
+			// The response is written whole: what comes before the
+			// next handler is Go's own.
+			sc.goAnswers.Store(true)
+		}
+		if connState != nil {
+			connState(c, st)
+		}
+	}
 	connContext := s.ConnContext
 	s.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
 		if connContext != nil {
@@ -64,13 +86,14 @@ func NewNetHTTPServer(s *http.Server) *NetHTTPServer {
 
 // Serve serves ln with each connection scanned.
 func (n *NetHTTPServer) Serve(ln net.Listener) error {
-	return n.Server.Serve(scanningListener{ln})
+	return n.Server.Serve(scanningListener{ln, n.handler})
 }
 
 func (n *NetHTTPServer) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
 	var h httpsyntax.Head
 	known := false
 	if sc, ok := r.Context().Value(scannedConnKey{}).(*scannedConn); ok {
+		sc.goAnswers.Store(false) // what is written now is this request's answer
 		h, known = sc.take()
 	}
 	if !known {
@@ -78,6 +101,7 @@ func (n *NetHTTPServer) serve(next http.Handler, w http.ResponseWriter, r *http.
 	}
 	scheme, authority := httpsyntax.Target(r.URL)
 	if code, msg := h.Refuse(n.maxHeaderBytes, scheme, authority); code != 0 {
+		refused(next, code)
 		refuse(w, code, msg)
 		return
 	}
@@ -124,14 +148,19 @@ func refuse(w http.ResponseWriter, code int, msg string) {
 
 type scannedConnKey struct{}
 
-type scanningListener struct{ net.Listener }
+type scanningListener struct {
+	net.Listener
+	handler http.Handler // told of Go's own answers (RefusalObserver)
+}
 
 func (l scanningListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &scannedConn{Conn: c}, nil
+	sc := &scannedConn{Conn: c, handler: l.handler}
+	sc.goAnswers.Store(true) // nothing is answered before a handler runs but by Go
+	return sc, nil
 }
 
 // maxPendingHeads bounds the heads scanned ahead of their handlers (a
@@ -144,6 +173,13 @@ const maxPendingHeads = 16
 // background read included); mu is for the handler taking a head.
 type scannedConn struct {
 	net.Conn
+
+	// goAnswers holds from the connection's start, and from the end of
+	// each response (http.StateIdle), until a handler starts: what is
+	// written meanwhile is Go's answer to a request it refused, which
+	// handler is told of (RefusalObserver).
+	goAnswers atomic.Bool
+	handler   http.Handler
 
 	mu      sync.Mutex
 	scan    httpsyntax.HeadScanner
@@ -158,6 +194,33 @@ func (c *scannedConn) Read(p []byte) (int, error) {
 		c.scanBytes(p[:n])
 	}
 	return n, err
+}
+
+// Write tells the handler of an answer Go's server wrote itself: the
+// status of the response that begins when goAnswers holds (Go writes its
+// own answers in one Write, and closes the connection after them).
+func (c *scannedConn) Write(p []byte) (int, error) {
+	if c.goAnswers.Load() && c.goAnswers.Swap(false) {
+		if code, ok := statusCode(p); ok {
+			refused(c.handler, code)
+		}
+	}
+	return c.Conn.Write(p)
+}
+
+// statusCode reads the status of the response whose first bytes are p.
+func statusCode(p []byte) (int, bool) {
+	if len(p) < len("HTTP/1.1 200") || string(p[:7]) != "HTTP/1." || p[8] != ' ' {
+		return 0, false
+	}
+	code := 0
+	for _, b := range p[9:12] {
+		if b < '0' || b > '9' {
+			return 0, false
+		}
+		code = code*10 + int(b-'0')
+	}
+	return code, true
 }
 
 func (c *scannedConn) scanBytes(b []byte) {
@@ -210,6 +273,7 @@ func (c *scannedConn) take() (httpsyntax.Head, bool) {
 func RefuseConnect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodConnect {
+			refused(h, http.StatusNotImplemented)
 			refuse(w, http.StatusNotImplemented, "CONNECT is not served")
 			return
 		}

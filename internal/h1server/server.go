@@ -65,9 +65,31 @@ import (
 // request's context).
 const DisconnectCheck = 50 * time.Millisecond
 
+// A RefusalObserver is told of every answer a server gives a request
+// itself, without its handler: a request it refused (400, 417, 431, 501,
+// 505 …), on either engine (Server, NetHTTPServer, and RefuseConnect's
+// 501). A Handler that implements it is told, so that whoever counts the
+// handler's answers can count these too: they are answers sent on the
+// same listener. Refused is called once per answer, just before it is
+// written, on the connection's goroutine: it must be safe for concurrent
+// use. The answer to "OPTIONS *" is the server's, not a refusal, and is
+// not reported.
+type RefusalObserver interface {
+	Refused(code int)
+}
+
+// refused tells h of a refusal, if h observes them.
+func refused(h http.Handler, code int) {
+	if o, ok := h.(RefusalObserver); ok {
+		o.Refused(code)
+	}
+}
+
 // Server serves HTTP/1.x. Its exported fields mean what http.Server's of the
 // same name mean; set them before Serve.
 type Server struct {
+	// Handler serves the requests; if it is a RefusalObserver, it is also
+	// told of each request the server refuses itself.
 	Handler http.Handler
 
 	// ReadHeaderTimeout bounds the time from a request's first byte to the

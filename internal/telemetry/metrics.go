@@ -67,7 +67,7 @@ func NewMetrics(version string) *Metrics {
 		}, []string{"rule", "kind"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floodgate_requests_total",
-			Help: "Requests answered, by listener (gateway, or decide: the answers to a proxy asking), route and HTTP status code (floodgate's own answers included).",
+			Help: "Requests answered, by listener (gateway, or decide: the answers to a proxy asking), route and HTTP status code (floodgate's own answers included, and the server's refusals of malformed requests under route \"\").",
 		}, []string{"listener", "route", "code"}),
 		upstream: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "floodgate_upstream_duration_seconds",
