@@ -61,7 +61,9 @@ const (
 // upstream, one route {name: default, path: /, upstream: that upstream}.
 //
 // ApplyDefaults does not validate: call File.Validate for that, which
-// applies the defaults to a copy first.
+// applies the defaults to a copy first. A field the file writes as 0 or ""
+// gets its default here too, but File.Validate, before or after, still
+// reports it as written when that is out of range.
 func (c *Config) ApplyDefaults() {
 	setDefault(&c.Mode, ModeEnforce)
 	setDefault(&c.Listen, DefaultListen)

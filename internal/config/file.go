@@ -30,6 +30,11 @@ type File struct {
 	// are not applied; see Config.ApplyDefaults.
 	Config Config
 
+	// written is Config as the file wrote it, before anyone applied
+	// defaults to it, so that Validate can tell a written 0 or "" from a
+	// field left out (see File.keepWrittenZeros).
+	written Config
+
 	pos   map[string]Position // field path → place
 	unset map[string]bool     // field paths written with a null value
 	bad   map[string]bool     // field paths that had load problems

@@ -84,6 +84,7 @@ func Parse(name string, data []byte, env string, lookup func(string) (string, bo
 		lookup: lookup,
 	}
 	l.load(data)
+	l.f.written = l.f.Config.clone()
 	return l.f, l.problems.Err()
 }
 

@@ -139,9 +139,8 @@ func (v *validator) decide() {
 
 func (v *validator) sessions() {
 	s := v.c.Sessions
-	raw := v.f.Config.Sessions
 	if !v.c.SessionsEnabled() {
-		if raw.Cookie != "" || raw.MaxAge != "" || raw.IssueWhen != "" || raw.PerIP != (SessionsPerIP{}) || v.f.Has("sessions.secret") {
+		if s.Cookie != "" || s.MaxAge != "" || s.IssueWhen != "" || s.PerIP != (SessionsPerIP{}) || v.f.Has("sessions.secret") {
 			v.add("sessions.secret", "sessions need a signing secret of at least 32 bytes, such as secret: ${HMAC_SIGNING_SECRET} (make one with `openssl rand -base64 48`)")
 		}
 		return
@@ -167,8 +166,8 @@ func (v *validator) sessions() {
 	} else if d < time.Second {
 		v.add("sessions.per_ip.window", "must be at least 1s")
 	}
-	v.intRange("sessions.per_ip.max_new", raw.PerIP.MaxNew, 0, 1<<30)
-	v.intRange("sessions.per_ip.max_addresses", raw.PerIP.MaxAddresses, 1, MaxSessionAddresses)
+	v.intRange("sessions.per_ip.max_new", s.PerIP.MaxNew, 0, 1<<30)
+	v.intRange("sessions.per_ip.max_addresses", s.PerIP.MaxAddresses, 1, MaxSessionAddresses)
 }
 
 func (v *validator) upstreamAuth(name string, u Upstream) {

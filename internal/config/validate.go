@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -40,13 +41,17 @@ var (
 )
 
 // Validate checks f.Config, with its defaults applied (to a copy), and
-// returns every problem, each at its field's line. It does no I/O. Fields
+// returns every problem, each at its field's line. The defaults fill only
+// what the file leaves out: a 0 or "" the file writes is checked as
+// written ("max_body_bytes: 0" is out of range, never the default), even
+// when the caller applied the defaults to f.Config before. It does no I/O. Fields
 // that already had a problem when the file was loaded are not checked
 // again, so that one mistake is reported once. CEL conditions and key
 // expressions are not compiled here.
 func (f *File) Validate() Problems {
 	c := f.Config.clone()
 	c.ApplyDefaults()
+	f.keepWrittenZeros(&c)
 	v := &validator{f: f, c: &c}
 	v.top()
 	v.clientIP()
@@ -61,6 +66,50 @@ func (f *File) Validate() Problems {
 	v.sessions()
 	v.apiClients()
 	return v.problems
+}
+
+// keepWrittenZeros sets back to zero, in c (a copy of f.Config with its
+// defaults applied), every field that the file writes as 0 or "" and that
+// only the defaults changed since. A field a caller set after loading (a
+// command-line flag) keeps the caller's value.
+func (f *File) keepWrittenZeros(c *Config) {
+	defaulted := f.written.clone()
+	defaulted.ApplyDefaults()
+	f.keepZeros(reflect.ValueOf(c).Elem(), reflect.ValueOf(&f.written).Elem(), reflect.ValueOf(&defaulted).Elem(), "")
+}
+
+// keepZeros walks c, written and defaulted (values of one type) together;
+// path is their field path.
+func (f *File) keepZeros(c, written, defaulted reflect.Value, path string) {
+	if implementsUnmarshaler(c.Type()) {
+		return // lists and mappings of their own; no defaults inside
+	}
+	switch c.Kind() {
+	case reflect.Struct:
+		for name, sf := range yamlFields(c.Type()) {
+			f.keepZeros(c.FieldByIndex(sf.Index), written.FieldByIndex(sf.Index), defaulted.FieldByIndex(sf.Index), joinKey(path, name))
+		}
+	case reflect.Slice:
+		for i := range min(c.Len(), written.Len(), defaulted.Len()) {
+			f.keepZeros(c.Index(i), written.Index(i), defaulted.Index(i), indexPath(path, i))
+		}
+	case reflect.Map:
+		for it := written.MapRange(); it.Next(); {
+			k := it.Key()
+			cv, dv := c.MapIndex(k), defaulted.MapIndex(k)
+			if !cv.IsValid() || !dv.IsValid() {
+				continue
+			}
+			e := reflect.New(cv.Type()).Elem() // map values cannot be set in place
+			e.Set(cv)
+			f.keepZeros(e, it.Value(), dv, joinKey(path, k.String()))
+			c.SetMapIndex(k, e)
+		}
+	case reflect.String, reflect.Int, reflect.Int64:
+		if written.IsZero() && !c.IsZero() && c.Equal(defaulted) && f.Has(path) {
+			c.SetZero()
+		}
+	}
 }
 
 type validator struct {
@@ -135,12 +184,12 @@ func (v *validator) top() {
 		}
 	}
 	v.oneOf("server.engine", "server engine", v.c.Server.Engine, Engines)
-	v.intRange("server.max_header_bytes", v.c.Server.MaxHeaderBytes, 1<<10, 1<<20)
-	raw := v.f.Config.Server
-	v.int64Range("server.max_body_bytes", raw.MaxBodyBytes, 1, MaxMaxBodyBytes)
-	v.intRange("server.max_uri_bytes", raw.MaxURIBytes, MinMaxURIBytes, MaxMaxURIBytes)
-	v.intRange("server.max_connections", raw.MaxConnections, 0, 10000000)
-	v.int64Range("server.request_buffer_bytes", raw.RequestBufferBytes, MinRequestBufferBytes, MaxRequestBufferBytes)
+	sv := v.c.Server
+	v.intRange("server.max_header_bytes", sv.MaxHeaderBytes, 1<<10, 1<<20)
+	v.int64Range("server.max_body_bytes", sv.MaxBodyBytes, 1, MaxMaxBodyBytes)
+	v.intRange("server.max_uri_bytes", sv.MaxURIBytes, MinMaxURIBytes, MaxMaxURIBytes)
+	v.intRange("server.max_connections", sv.MaxConnections, 0, 10000000)
+	v.int64Range("server.request_buffer_bytes", sv.RequestBufferBytes, MinRequestBufferBytes, MaxRequestBufferBytes)
 	if (v.c.TLS.CertFile == "") != (v.c.TLS.KeyFile == "") {
 		v.add("tls", "set both cert_file and key_file, or neither")
 	}
@@ -163,9 +212,8 @@ func (v *validator) clientIP() {
 		v.add("client_ip.trusted_hops", "cannot be used together with trusted_proxies: trust proxies by address or by count, not both")
 	}
 	v.oneOf("client_ip.header", "forwarding header", ci.Header, forwardHeaders)
-	raw := v.f.Config.ClientIP
-	v.intRange("client_ip.ipv4_prefix", raw.IPv4Prefix, MinIPv4Prefix, MaxIPv4Prefix)
-	v.intRange("client_ip.ipv6_prefix", raw.IPv6Prefix, MinIPv6Prefix, MaxIPv6Prefix)
+	v.intRange("client_ip.ipv4_prefix", ci.IPv4Prefix, MinIPv4Prefix, MaxIPv4Prefix)
+	v.intRange("client_ip.ipv6_prefix", ci.IPv6Prefix, MinIPv6Prefix, MaxIPv6Prefix)
 }
 
 func (v *validator) store() {
@@ -174,13 +222,11 @@ func (v *validator) store() {
 			v.add("store.url", err.Error(), "memory", "redis://host:port[/db]", "rediss://host:port", "redis://host1:port1,host2:port2,…")
 		}
 	}
-	if t := v.c.Store.Timeout; t != "" {
-		if _, err := ParseTimeout(t); err != nil {
-			v.add("store.timeout", err.Error())
-		}
+	if _, err := ParseTimeout(v.c.Store.Timeout); err != nil {
+		v.add("store.timeout", err.Error())
 	}
 	v.oneOf("store.failure_policy", "failure policy", v.c.Store.FailurePolicy, failurePolicies)
-	v.intRange("store.max_keys", v.f.Config.Store.MaxKeys, MinMaxKeys, MaxMaxKeys)
+	v.intRange("store.max_keys", v.c.Store.MaxKeys, MinMaxKeys, MaxMaxKeys)
 }
 
 func (v *validator) upstreams() {
@@ -559,7 +605,7 @@ func (v *validator) rules() {
 		}
 
 		alg, err := ratelimit.ParseAlgorithm(r.Algorithm)
-		if err != nil {
+		if err != nil || counts && r.Algorithm == "" { // "" only as written: the default fills a missing one
 			v.add(at("algorithm"), fmt.Sprintf("unknown algorithm %q", r.Algorithm), ratelimit.AlgorithmNames()...)
 		}
 		windows := map[string]int{}

@@ -160,3 +160,90 @@ func TestValidateAccepts(t *testing.T) {
 		}
 	}
 }
+
+// validateBothWays validates f as loaded, and again after its Config had
+// its defaults applied, as the CLI's load does before the gateway
+// validates: the problems must not depend on that order.
+func validateBothWays(t *testing.T, f *File) Problems {
+	t.Helper()
+	first := f.Validate()
+	f.Config.ApplyDefaults()
+	second := f.Validate()
+	if diff := cmp.Diff(second.Error(), first.Error()); diff != "" {
+		t.Errorf("Validate after ApplyDefaults differs from Validate before it (-after +before):\n%s", diff)
+	}
+	return second
+}
+
+// TestValidateWrittenZero: a 0 or "" the file writes is a value, checked
+// like any other, whether or not the defaults were applied first; a key
+// left empty, or a variable that expands to nothing, takes the default.
+func TestValidateWrittenZero(t *testing.T) {
+	const base = "\nupstreams: {api: {url: 'http://127.0.0.1:8081'}}"
+	const secret = "secret: '0123456789012345678901234567890123', "
+	vars := map[string]string{"ZERO": "0", "EMPTY": ""}
+	tests := []struct {
+		name string
+		doc  string
+		env  string
+		want string // "" for no problem
+	}{
+		{name: "max_body_bytes 0", doc: "server: {max_body_bytes: 0}",
+			want: "t.yaml:1: server.max_body_bytes: 0 is out of range: must be from 1 to 1099511627776"},
+		{name: "max_body_bytes -0", doc: "server: {max_body_bytes: -0}",
+			want: "t.yaml:1: server.max_body_bytes: 0 is out of range: must be from 1 to 1099511627776"},
+		{name: "max_body_bytes 0x0", doc: "server: {max_body_bytes: 0x0}",
+			want: "t.yaml:1: server.max_body_bytes: 0 is out of range: must be from 1 to 1099511627776"},
+		{name: "max_body_bytes from a variable set to 0", doc: "server: {max_body_bytes: \"${ZERO}\"}",
+			want: "t.yaml:1: server.max_body_bytes: 0 is out of range: must be from 1 to 1099511627776"},
+		{name: "max_uri_bytes 0", doc: "server: {max_uri_bytes: 0}",
+			want: "t.yaml:1: server.max_uri_bytes: 0 is out of range: must be from 256 to 65536"},
+		{name: "request_buffer_bytes 0", doc: "server: {request_buffer_bytes: 0}",
+			want: "t.yaml:1: server.request_buffer_bytes: 0 is out of range: must be from 4096 to 1073741824"},
+		{name: "max_header_bytes 0", doc: "server: {max_header_bytes: 0}",
+			want: "t.yaml:1: server.max_header_bytes: 0 is out of range: must be from 1024 to 1048576"},
+		{name: "ipv4_prefix 0", doc: "client_ip: {ipv4_prefix: 0}",
+			want: "t.yaml:1: client_ip.ipv4_prefix: 0 is out of range: must be from 8 to 32"},
+		{name: "ipv6_prefix 0", doc: "client_ip: {ipv6_prefix: 0}",
+			want: "t.yaml:1: client_ip.ipv6_prefix: 0 is out of range: must be from 16 to 128"},
+		{name: "max_keys 0", doc: "store: {max_keys: 0}",
+			want: "t.yaml:1: store.max_keys: 0 is out of range: must be from 1024 to 268435456"},
+		{name: "max_addresses 0", doc: "sessions: {" + secret + "per_ip: {max_addresses: 0}}",
+			want: "t.yaml:1: sessions.per_ip.max_addresses: 0 is out of range: must be from 1 to 16777216"},
+		{name: "when empty", doc: "rules: [{name: a, action: deny, when: ''}]",
+			want: `t.yaml:1: rules[0].when: the condition is blank; leave "when" out to match every request`},
+		{name: "when empty on a second rule", doc: "rules: [{name: a, limits: [1/s]}, {name: b, action: deny, when: \"\"}]",
+			want: `t.yaml:1: rules[1].when: the condition is blank; leave "when" out to match every request`},
+		{name: "algorithm empty", doc: "rules: [{name: a, limits: [1/s], algorithm: ''}]",
+			want: `t.yaml:1: rules[0].algorithm: unknown algorithm "" (allowed: sliding_window, gcra, fixed_window)`},
+		{name: "mode empty", doc: "mode: ''",
+			want: `t.yaml:1: mode: unknown mode "" (allowed: enforce, log-only)`},
+		{name: "store timeout empty", doc: "store: {timeout: ''}",
+			want: `t.yaml:1: store.timeout: "" is not a duration such as 10s or 2m`},
+		{name: "issue_when empty", doc: "sessions: {" + secret + "issue_when: ''}",
+			want: "t.yaml:1: sessions.issue_when: the condition is blank; leave issue_when out to issue on every GET"},
+		{name: "an environment writes 0", env: "production",
+			doc:  "server: {max_body_bytes: 100}\nenvironments:\n  production:\n    server: {max_body_bytes: 0}",
+			want: "t.yaml:4: server.max_body_bytes: 0 is out of range: must be from 1 to 1099511627776"},
+
+		{name: "left empty", doc: "server: {max_body_bytes: }\nclient_ip:\n  ipv4_prefix:"},
+		{name: "null", doc: "server: {max_body_bytes: ~, max_header_bytes: null}\nrules: [{name: a, action: deny, when: ~}]"},
+		{name: "a variable that expands to nothing", doc: "server: {max_body_bytes: \"${EMPTY}\"}\nstore: {max_keys: \"${UNSET:-}\"}"},
+		{name: "an environment unsets it", env: "production",
+			doc: "server: {max_body_bytes: 0}\nenvironments:\n  production:\n    server: {max_body_bytes: ~}"},
+		{name: "zero where zero is allowed", doc: "server: {max_connections: 0}\nclient_ip: {trusted_hops: 0}\nsessions: {" + secret + "per_ip: {max_new: 0}}"},
+		{name: "the default written out", doc: "server: {max_body_bytes: 10485760}\nrules: [{name: a, action: deny, when: 'true'}]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("t.yaml", []byte(tt.doc+base), tt.env, lookupIn(vars))
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.doc, err)
+			}
+			got := validateBothWays(t, f).Error()
+			if got != tt.want {
+				t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
+			}
+		})
+	}
+}
