@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -121,6 +122,14 @@ func (l *loader) merge(base, over *yaml.Node, t reflect.Type, envPath, path stri
 				m.Content = append(m.Content, k, v)
 				continue
 			}
+			if isNull(v) && addsNamedItems(ft) && !isNull(m.Content[j+1]) {
+				// Merged by name, so an environment cannot remove the
+				// items; ~ would remove them all, silently.
+				l.report(k, concatPath(envPath, joinKey(path, k.Value)), fmt.Sprintf(
+					"~ would remove every %s the base defines; an environment changes them by name but cannot add or remove them",
+					itemNoun(k.Value)))
+				continue
+			}
 			// The overlay's key, so the field's place is in the overlay.
 			m.Content[j] = k
 			m.Content[j+1] = l.merge(m.Content[j+1], v, ft, envPath, joinKey(path, k.Value))
@@ -150,7 +159,7 @@ func (l *loader) mergeNamed(base, over *yaml.Node, t reflect.Type, envPath, path
 	done := map[string]bool{}
 	for i, item := range over.Content {
 		ip := concatPath(envPath, indexPath(path, i))
-		if item.Kind != yaml.MappingNode {
+		if item.Kind != yaml.MappingNode && !isNull(item) {
 			continue // reported by shape
 		}
 		name := itemName(item)
@@ -172,6 +181,22 @@ func (l *loader) mergeNamed(base, over *yaml.Node, t reflect.Type, envPath, path
 		s.Content[j] = l.merge(s.Content[j], item, t, envPath, indexPath(path, j))
 	}
 	return &s
+}
+
+// itemNoun names one item of the field called key that environments
+// merge by name, for messages.
+func itemNoun(key string) string {
+	switch key {
+	case "rules", "routes", "upstreams", "plans":
+		return strings.TrimSuffix(key, "s")
+	case "route_groups":
+		return "route group"
+	case "params":
+		return "parameter constraint"
+	case "max":
+		return "query cap"
+	}
+	return "entry of " + key
 }
 
 // addsNamedItems reports whether a value of type t holds items named by

@@ -168,3 +168,81 @@ func TestEnvironmentUnknown(t *testing.T) {
 		t.Errorf("Validate after an unknown environment = %v, want nothing more", probs)
 	}
 }
+
+// TestEnvironmentNullNamed: an overlay's ~ on something merged by name
+// (rules, routes, upstreams, route groups, plans, a route's params or
+// query caps) would remove what the base defines, which an environment
+// cannot do: it is a problem at the overlay's line, in every
+// environment, applied or not. Elsewhere ~ unsets a value.
+func TestEnvironmentNullNamed(t *testing.T) {
+	const base = `upstreams:
+  api: {url: "http://127.0.0.1:8081"}
+routes:
+  - name: item
+    path: /items/{id}
+    upstream: api
+    params: {id: int}
+    query: {max: {page: 10}}
+    group: api
+route_groups:
+  api: {prefix: /items/}
+api_clients:
+  plans: {free: [10/1m]}
+  clients: [{id: c, plan: free}]
+rules:
+  - name: a
+    limits: [100/1m]
+    retry_after: 60s
+    message: Slow down.
+environments:
+  production:
+`
+	tests := []struct {
+		name    string
+		overlay string
+		want    string // "" for no problem
+	}{
+		{name: "rules", overlay: "    rules: ~",
+			want: "t.yaml:22: environments.production.rules: ~ would remove every rule the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "rules left empty", overlay: "    rules:",
+			want: "t.yaml:22: environments.production.rules: ~ would remove every rule the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "rules null written out", overlay: "    rules: null",
+			want: "t.yaml:22: environments.production.rules: ~ would remove every rule the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "routes", overlay: "    routes: ~",
+			want: "t.yaml:22: environments.production.routes: ~ would remove every route the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "upstreams", overlay: "    upstreams: ~",
+			want: "t.yaml:22: environments.production.upstreams: ~ would remove every upstream the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "route groups", overlay: "    route_groups: ~",
+			want: "t.yaml:22: environments.production.route_groups: ~ would remove every route group the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "plans", overlay: "    api_clients: {plans: ~}",
+			want: "t.yaml:22: environments.production.api_clients.plans: ~ would remove every plan the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "a route's params", overlay: "    routes: [{name: item, params: ~}]",
+			want: "t.yaml:22: environments.production.routes[0].params: ~ would remove every parameter constraint the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "a route's query caps", overlay: "    routes:\n      - name: item\n        query: {max: ~}",
+			want: "t.yaml:24: environments.production.routes[0].query.max: ~ would remove every query cap the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "a null item", overlay: "    rules: [~]",
+			want: "t.yaml:22: environments.production.rules[0]: an item in an environment needs a name, the name of the rules item it changes"},
+
+		{name: "a rule's retry_after", overlay: "    rules: [{name: a, retry_after: ~}]"},
+		{name: "a rule's message", overlay: "    rules: [{name: a, message: ~}]"},
+		{name: "no rules anywhere", overlay: "    route_groups: {api: {prefix: /items}}"},
+		{name: "empty lists change nothing", overlay: "    rules: []\n    routes: []\n    upstreams: {}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := base + tt.overlay + "\n  staging: {}\n"
+			for _, env := range []string{"production", "staging"} {
+				f, err := Parse("t.yaml", []byte(doc), env, nil)
+				got := ""
+				if err != nil {
+					got = err.Error()
+				} else if probs := f.Validate(); len(probs) > 0 {
+					got = probs.Error()
+				}
+				if got != tt.want {
+					t.Errorf("env %s: Parse and Validate of\n%s\n=\n%s\nwant\n%s", env, tt.overlay, got, tt.want)
+				}
+			}
+		})
+	}
+}

@@ -69,8 +69,9 @@ func ReadFile(path string) ([]byte, error) {
 // partial documents. When env is not empty, that environment is applied
 // to the base settings (everything but "environments"): mappings are
 // merged key by key; lists of named items (routes, rules) are merged item
-// by item by name, and may only change items the base defines; any other
-// value replaces the base's. Then ${VAR} references in scalar values are
+// by item by name, and may only change items the base defines, never add
+// or remove them (so null over them is a problem); any other value
+// replaces the base's, null unsetting it. Then ${VAR} references in scalar values are
 // expanded with lookup (see Expand).
 //
 // Parse reports every problem it finds at once: YAML syntax, unknown and
