@@ -139,8 +139,8 @@ type Sessions struct {
 	Secret string `yaml:"secret" json:"secret,omitempty" secret:"true"`
 	// Cookie is the cookie name. Default "ovSession".
 	Cookie string `yaml:"cookie" json:"cookie,omitempty"`
-	// MaxAge is how long a session is valid after it was issued, a Go
-	// duration of at least 1s. Default "1h".
+	// MaxAge is how long a session is valid after it was issued, a
+	// duration (see ParseDuration) from 1s to 400d. Default "1h".
 	MaxAge string `yaml:"max_age" json:"max_age,omitempty"`
 	// IssueWhen is a CEL condition over the request model: a request it
 	// holds for that has no valid session gets one (Set-Cookie on the
@@ -153,7 +153,8 @@ type Sessions struct {
 // SessionsPerIP configures the sessions-per-address distribution and its
 // optional cap.
 type SessionsPerIP struct {
-	// Window is the length of the fixed counting windows. Default "1h".
+	// Window is the length of the fixed counting windows, from 1s to
+	// 366d. Default "1h".
 	Window string `yaml:"window" json:"window,omitempty"`
 	// MaxNew caps the sessions issued per address per window; a page load
 	// over it is served without a new session. Default 0: no cap.
@@ -190,8 +191,8 @@ type APIClient struct {
 	TokenSHA256 string `yaml:"token_sha256" json:"token_sha256,omitempty"`
 }
 
-// Server tunes the public listener's HTTP server. Durations are Go
-// durations ("10s", "2m").
+// Server tunes the public listener's HTTP server. Durations are read by
+// ParseDuration ("10s", "2m"), each from 1ms to 1h.
 type Server struct {
 	// ReadHeaderTimeout bounds how long a client may take to send its
 	// request headers (slowloris protection). Default "10s".
@@ -325,8 +326,9 @@ type UpstreamAuth struct {
 	APIClient string `yaml:"api_client" json:"api_client,omitempty"`
 }
 
-// Timeouts bound a request to an upstream. Durations are Go
-// durations; empty means the default (or, on a route, the upstream's).
+// Timeouts bound a request to an upstream. Durations are read by
+// ParseDuration, each from 1ms to 1h; empty means the default (or, on a
+// route, the upstream's).
 type Timeouts struct {
 	// Connect bounds dialing the upstream. Default "5s".
 	Connect string `yaml:"connect" json:"connect,omitempty"`
@@ -459,7 +461,7 @@ type Rule struct {
 	// tuned on live traffic without a second rule.
 	Candidates []string `yaml:"candidates" json:"candidates,omitempty"`
 	// Ban, once the rule refuses a key, keeps refusing it for this long
-	// ("10m"), whatever its counters say.
+	// ("10m", "1d"; 1s to 366d), whatever its counters say.
 	Ban string `yaml:"ban" json:"ban,omitempty"`
 	// CountWhen, a CEL condition over the response (response.status,
 	// response.headers), counts a request only when it holds, after the

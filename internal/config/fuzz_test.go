@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/floodgate/floodgate/ratelimit"
 )
 
 // FuzzParse: Parse and Validate never panic, and every problem they report
@@ -68,5 +71,27 @@ func FuzzParseRoutePattern(f *testing.F) {
 			t.Errorf("ParseRoutePattern(%q).String() = %q", s, got)
 		}
 		_, _ = ParseRewrite(s, p)
+	})
+}
+
+// FuzzParseDuration: a duration setting is within the range asked for,
+// and reads as a rule's window of the same length, so the two syntaxes
+// never drift apart.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"10s", " 1h30m ", "250ms", "1d", "366d", "367d", "0d", "-1d", "+2d", "1.5d",
+		"1d12h", "d", "10", "", "9223372036854775807d", "-9223372036854775808d", "99999999999999999999d", "1e3s"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDuration(s, time.Second, ratelimit.MaxWindow)
+		if err != nil {
+			return
+		}
+		if d < time.Second || d > ratelimit.MaxWindow {
+			t.Fatalf("ParseDuration(%q) = %v, outside 1s to 366d", s, d)
+		}
+		if w, err := ratelimit.ParseWindow(s); err != nil || w != d {
+			t.Errorf("ParseDuration(%q) = %v, but ParseWindow = %v, %v", s, d, w, err)
+		}
 	})
 }

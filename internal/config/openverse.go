@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/floodgate/floodgate/ratelimit"
 )
 
 // Defaults of the session, credential and API-client settings.
@@ -153,18 +155,14 @@ func (v *validator) sessions() {
 	if !isToken(s.Cookie) {
 		v.add("sessions.cookie", fmt.Sprintf("%q is not a cookie name (letters, digits and !#$%%&'*+-.^_`|~)", s.Cookie))
 	}
-	if d, err := ParseTimeout(s.MaxAge); err != nil {
+	if _, err := ParseDuration(s.MaxAge, time.Second, MaxSessionMaxAge); err != nil {
 		v.add("sessions.max_age", err.Error())
-	} else if d < time.Second {
-		v.add("sessions.max_age", "must be at least 1s")
 	}
 	if strings.TrimSpace(s.IssueWhen) == "" {
 		v.add("sessions.issue_when", "the condition is blank; leave issue_when out to issue on every GET")
 	}
-	if d, err := ParseTimeout(s.PerIP.Window); err != nil {
+	if _, err := ParseDuration(s.PerIP.Window, time.Second, ratelimit.MaxWindow); err != nil {
 		v.add("sessions.per_ip.window", err.Error())
-	} else if d < time.Second {
-		v.add("sessions.per_ip.window", "must be at least 1s")
 	}
 	v.intRange("sessions.per_ip.max_new", s.PerIP.MaxNew, 0, 1<<30)
 	v.intRange("sessions.per_ip.max_addresses", s.PerIP.MaxAddresses, 1, MaxSessionAddresses)

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"net/textproto"
 	"regexp"
@@ -331,9 +332,9 @@ func ParseRewrite(s string, p Pattern) (Template, error) {
 	return t, nil
 }
 
-// ParseRetryAfter parses a rule's retry_after: a Go duration of whole
-// seconds ("300s", "5m", "1h30m") or a bare number of seconds ("300"),
-// from 1s to 24h.
+// ParseRetryAfter parses a rule's retry_after: a duration of whole
+// seconds as ParseDuration reads it ("300s", "5m", "1h30m", "1d") or a
+// bare number of seconds ("300"), from 1s to 24h.
 func ParseRetryAfter(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
@@ -342,9 +343,9 @@ func ParseRetryAfter(s string) (time.Duration, error) {
 		}
 		return time.Duration(n) * time.Second, nil
 	}
-	d, err := time.ParseDuration(s)
+	d, ok := parseDuration(s)
 	switch {
-	case err != nil:
+	case !ok:
 		return 0, fmt.Errorf("retry_after %q is not a duration such as 300s or 5m, nor a number of seconds", s)
 	case d%time.Second != 0:
 		return 0, fmt.Errorf("retry_after %q is not a whole number of seconds", s)
@@ -439,17 +440,61 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// ParseTimeout parses a server timeout: a Go duration from 1ms to 1h
-// ("10s", "2m").
-func ParseTimeout(s string) (time.Duration, error) {
-	d, err := time.ParseDuration(strings.TrimSpace(s))
+// Ranges of the duration settings, which Validate checks: a timeout
+// (server.*_timeout, server.shutdown_grace, store.timeout, upstream and
+// route timeouts, reload.settle) is from MinTimeout to MaxTimeout;
+// sessions.max_age from 1s to MaxSessionMaxAge, the longest browsers keep
+// a cookie (RFC 6265bis caps Max-Age at 400 days); sessions.per_ip.window
+// and a rule's ban from 1s to ratelimit.MaxWindow (366d), as a rule's
+// windows.
+const (
+	MinTimeout       = time.Millisecond
+	MaxTimeout       = time.Hour
+	MaxSessionMaxAge = 400 * 24 * time.Hour
+)
+
+// ParseDuration parses a duration setting, written as a rule's windows
+// are: a Go duration ("10s", "1h30m", "250ms") or a whole number of days
+// ("1d", "30d"); then checks that it is from lo to hi. The errors name
+// the value and the range.
+func ParseDuration(s string, lo, hi time.Duration) (time.Duration, error) {
+	d, ok := parseDuration(s)
 	switch {
-	case err != nil:
-		return 0, fmt.Errorf("%q is not a duration such as 10s or 2m", s)
-	case d < time.Millisecond || d > time.Hour:
-		return 0, fmt.Errorf("%q must be from 1ms to 1h", s)
+	case !ok:
+		return 0, fmt.Errorf("%q is not a duration such as 10s, 5m, 1h or 1d", s)
+	case d < lo || d > hi:
+		return 0, fmt.Errorf("%q must be from %s to %s", s, ratelimit.FormatWindow(lo), ratelimit.FormatWindow(hi))
 	}
 	return d, nil
+}
+
+// parseDuration reads ParseDuration's syntax. A number of days too large
+// for a time.Duration is the largest one, out of every range.
+func parseDuration(s string) (time.Duration, bool) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseInt(days, 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange) && days[0] != '-', err == nil && n > math.MaxInt64/int64(24*time.Hour):
+			return math.MaxInt64, true
+		case errors.Is(err, strconv.ErrRange), err == nil && n < math.MinInt64/int64(24*time.Hour):
+			return math.MinInt64, true
+		case err != nil:
+			return 0, false
+		}
+		return time.Duration(n) * 24 * time.Hour, true
+	}
+	d, err := time.ParseDuration(s)
+	return d, err == nil
+}
+
+// ParseTimeout parses a duration setting that Validate has checked
+// (a timeout, sessions.max_age or sessions.per_ip.window), for the stages
+// that read the values: ParseDuration from MinTimeout to the longest any
+// of those settings may be. Validate holds each to its own range, a
+// timeout to MaxTimeout.
+func ParseTimeout(s string) (time.Duration, error) {
+	return ParseDuration(s, MinTimeout, MaxSessionMaxAge)
 }
 
 // Costs a rule may count (Rule.Cost).
@@ -492,15 +537,12 @@ func ParseCost(s string) (kind, header string, err error) {
 	return "", "", fmt.Errorf("unknown cost %q", s)
 }
 
-// ParseBan parses a rule's ban duration: a Go duration or whole days, from
-// 1s to 366d.
+// ParseBan parses a rule's ban duration (see ParseDuration), from 1s to
+// 366d (ratelimit.MaxWindow).
 func ParseBan(s string) (time.Duration, error) {
-	d, err := ratelimit.ParseWindow(s)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("ban %q is not a duration such as 10m, 1h or 1d", s)
-	case d < time.Second || d > ratelimit.MaxWindow:
-		return 0, fmt.Errorf("ban %q must be from 1s to 366d", s)
+	d, err := ParseDuration(s, time.Second, ratelimit.MaxWindow)
+	if err != nil {
+		return 0, fmt.Errorf("ban %v", err)
 	}
 	return d, nil
 }

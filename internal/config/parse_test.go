@@ -171,7 +171,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{in: "500ms", wantErr: `retry_after "500ms" is not a whole number of seconds`},
 		{in: "0s", wantErr: `retry_after "0s" must be from 1s to 24h`},
 		{in: "25h", wantErr: `retry_after "25h" must be from 1s to 24h`},
-		{in: "1d", wantErr: `retry_after "1d" is not a duration such as 300s or 5m, nor a number of seconds`},
+		{in: "1d", want: 24 * time.Hour},
+		{in: "2d", wantErr: `retry_after "2d" must be from 1s to 24h`},
 		{in: "", wantErr: `retry_after "" is not a duration such as 300s or 5m, nor a number of seconds`},
 	}
 	for _, tt := range tests {
@@ -286,6 +287,44 @@ func TestParseCost(t *testing.T) {
 		kind, header, err := ParseCost(tt.in)
 		if gotErr := errString(err); gotErr != tt.wantErr || kind != tt.kind || header != tt.header {
 			t.Errorf("ParseCost(%q) = %q, %q, %q; want %q, %q, %q", tt.in, kind, header, gotErr, tt.kind, tt.header, tt.wantErr)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	const day = 24 * time.Hour
+	tests := []struct {
+		in      string
+		lo, hi  time.Duration
+		want    time.Duration
+		wantErr string
+	}{
+		{in: "10s", lo: time.Millisecond, hi: time.Hour, want: 10 * time.Second},
+		{in: " 1h30m ", lo: time.Millisecond, hi: 2 * time.Hour, want: 90 * time.Minute},
+		{in: "250ms", lo: time.Millisecond, hi: time.Hour, want: 250 * time.Millisecond},
+		{in: "1d", lo: time.Second, hi: 400 * day, want: day},
+		{in: "400d", lo: time.Second, hi: 400 * day, want: 400 * day},
+		{in: "24h", lo: time.Second, hi: 400 * day, want: day},
+		{in: "1h", lo: time.Millisecond, hi: time.Hour, want: time.Hour},
+		{in: "401d", lo: time.Second, hi: 400 * day, wantErr: `"401d" must be from 1s to 400d`},
+		{in: "1d", lo: time.Millisecond, hi: time.Hour, wantErr: `"1d" must be from 1ms to 1h`},
+		{in: "0d", lo: time.Second, hi: day, wantErr: `"0d" must be from 1s to 1d`},
+		{in: "0s", lo: time.Millisecond, hi: time.Hour, wantErr: `"0s" must be from 1ms to 1h`},
+		{in: "-1d", lo: time.Second, hi: day, wantErr: `"-1d" must be from 1s to 1d`},
+		{in: "-5m", lo: time.Second, hi: day, wantErr: `"-5m" must be from 1s to 1d`},
+		{in: "999999999999d", lo: time.Second, hi: day, wantErr: `"999999999999d" must be from 1s to 1d`},
+		{in: "9223372036854775807d", lo: time.Second, hi: day, wantErr: `"9223372036854775807d" must be from 1s to 1d`},
+		{in: "1.5d", lo: time.Second, hi: day, wantErr: `"1.5d" is not a duration such as 10s, 5m, 1h or 1d`},
+		{in: "1d12h", lo: time.Second, hi: 400 * day, wantErr: `"1d12h" is not a duration such as 10s, 5m, 1h or 1d`},
+		{in: "d", lo: time.Second, hi: day, wantErr: `"d" is not a duration such as 10s, 5m, 1h or 1d`},
+		{in: "10", lo: time.Second, hi: day, wantErr: `"10" is not a duration such as 10s, 5m, 1h or 1d`},
+		{in: "", lo: time.Second, hi: day, wantErr: `"" is not a duration such as 10s, 5m, 1h or 1d`},
+		{in: "forever", lo: time.Second, hi: day, wantErr: `"forever" is not a duration such as 10s, 5m, 1h or 1d`},
+	}
+	for _, tt := range tests {
+		got, err := ParseDuration(tt.in, tt.lo, tt.hi)
+		if gotErr := errString(err); gotErr != tt.wantErr || got != tt.want {
+			t.Errorf("ParseDuration(%q, %v, %v) = %v, %q; want %v, %q", tt.in, tt.lo, tt.hi, got, gotErr, tt.want, tt.wantErr)
 		}
 	}
 }

@@ -179,7 +179,7 @@ func (v *validator) top() {
 		{"server.write_idle_timeout", v.c.Server.WriteIdleTimeout},
 		{"reload.settle", v.c.Reload.Settle},
 	} {
-		if _, err := ParseTimeout(d.val); err != nil {
+		if _, err := ParseDuration(d.val, MinTimeout, MaxTimeout); err != nil {
 			v.add(d.path, err.Error())
 		}
 	}
@@ -222,7 +222,7 @@ func (v *validator) store() {
 			v.add("store.url", err.Error(), "memory", "redis://host:port[/db]", "rediss://host:port", "redis://host1:port1,host2:port2,…")
 		}
 	}
-	if _, err := ParseTimeout(v.c.Store.Timeout); err != nil {
+	if _, err := ParseDuration(v.c.Store.Timeout, MinTimeout, MaxTimeout); err != nil {
 		v.add("store.timeout", err.Error())
 	}
 	v.oneOf("store.failure_policy", "failure policy", v.c.Store.FailurePolicy, failurePolicies)
@@ -257,7 +257,7 @@ func (v *validator) timeouts(path string, t Timeouts) {
 		if d.val == "" {
 			continue
 		}
-		if _, err := ParseTimeout(d.val); err != nil {
+		if _, err := ParseDuration(d.val, MinTimeout, MaxTimeout); err != nil {
 			v.add(joinKey(path, d.field), err.Error())
 		}
 	}

@@ -219,7 +219,7 @@ func TestValidateWrittenZero(t *testing.T) {
 		{name: "mode empty", doc: "mode: ''",
 			want: `t.yaml:1: mode: unknown mode "" (allowed: enforce, log-only)`},
 		{name: "store timeout empty", doc: "store: {timeout: ''}",
-			want: `t.yaml:1: store.timeout: "" is not a duration such as 10s or 2m`},
+			want: `t.yaml:1: store.timeout: "" is not a duration such as 10s, 5m, 1h or 1d`},
 		{name: "issue_when empty", doc: "sessions: {" + secret + "issue_when: ''}",
 			want: "t.yaml:1: sessions.issue_when: the condition is blank; leave issue_when out to issue on every GET"},
 		{name: "an environment writes 0", env: "production",
@@ -245,5 +245,53 @@ func TestValidateWrittenZero(t *testing.T) {
 				t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestValidateDurations: each duration setting has its own range, and
+// every one takes the units of a rule's windows, days included.
+func TestValidateDurations(t *testing.T) {
+	const secret = "secret: '0123456789012345678901234567890123'"
+	tests := []struct {
+		doc  string
+		want string // "" for no problem
+	}{
+		{doc: "sessions: {" + secret + ", max_age: 24h}"},
+		{doc: "sessions: {" + secret + ", max_age: 1d}"},
+		{doc: "sessions: {" + secret + ", max_age: 400d}"},
+		{doc: "sessions: {" + secret + ", max_age: 1s}"},
+		{doc: "sessions: {" + secret + ", max_age: 401d}", want: `t.yaml:1: sessions.max_age: "401d" must be from 1s to 400d`},
+		{doc: "sessions: {" + secret + ", max_age: 500ms}", want: `t.yaml:1: sessions.max_age: "500ms" must be from 1s to 400d`},
+		{doc: "sessions: {" + secret + ", max_age: a day}", want: `t.yaml:1: sessions.max_age: "a day" is not a duration such as 10s, 5m, 1h or 1d`},
+		{doc: "sessions: {" + secret + ", per_ip: {window: 24h}}"},
+		{doc: "sessions: {" + secret + ", per_ip: {window: 366d}}"},
+		{doc: "sessions: {" + secret + ", per_ip: {window: 367d}}", want: `t.yaml:1: sessions.per_ip.window: "367d" must be from 1s to 366d`},
+		{doc: "sessions: {" + secret + ", per_ip: {window: 0s}}", want: `t.yaml:1: sessions.per_ip.window: "0s" must be from 1s to 366d`},
+		{doc: "server: {idle_timeout: 1h, shutdown_grace: 1ms}"},
+		{doc: "server: {idle_timeout: 2h}", want: `t.yaml:1: server.idle_timeout: "2h" must be from 1ms to 1h`},
+		{doc: "server: {read_header_timeout: 1d}", want: `t.yaml:1: server.read_header_timeout: "1d" must be from 1ms to 1h`},
+		{doc: "store: {timeout: 0s}", want: `t.yaml:1: store.timeout: "0s" must be from 1ms to 1h`},
+		{doc: "reload: {settle: 1d}", want: `t.yaml:1: reload.settle: "1d" must be from 1ms to 1h`},
+		{doc: "routes: [{name: a, path: /, upstream: api, timeouts: {total: 1d}}]", want: `t.yaml:1: routes[0].timeouts.total: "1d" must be from 1ms to 1h`},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: 1d}]"},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: 366d}]"},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: 1s}]"},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: 0s}]", want: `t.yaml:1: rules[0].ban: ban "0s" must be from 1s to 366d`},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: 367d}]", want: `t.yaml:1: rules[0].ban: ban "367d" must be from 1s to 366d`},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: -1d}]", want: `t.yaml:1: rules[0].ban: ban "-1d" must be from 1s to 366d`},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: 999ms}]", want: `t.yaml:1: rules[0].ban: ban "999ms" must be from 1s to 366d`},
+		{doc: "rules: [{name: a, limits: [1/1d], ban: soon}]", want: `t.yaml:1: rules[0].ban: ban "soon" is not a duration such as 10s, 5m, 1h or 1d`},
+		{doc: "rules: [{name: a, limits: [1/1d], retry_after: 1d}]"},
+	}
+	for _, tt := range tests {
+		doc := tt.doc + "\nupstreams: {api: {url: 'http://127.0.0.1:8081'}}"
+		f, err := Parse("t.yaml", []byte(doc), "", nil)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.doc, err)
+			continue
+		}
+		if got := f.Validate().Error(); got != tt.want {
+			t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
+		}
 	}
 }
