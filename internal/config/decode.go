@@ -19,8 +19,16 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if isNull(n) || implementsUnmarshaler(t) {
-		return // null leaves a field unset; custom types check themselves
+	if isNull(n) {
+		return // null leaves a field unset
+	}
+	if implementsUnmarshaler(t) {
+		// Custom types check their own shape, but a mapping's duplicate
+		// key is lost in decoding (the last would win): report it here.
+		if n.Kind == yaml.MappingNode {
+			l.duplicateKeys(n, path)
+		}
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -103,6 +111,22 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 			}
 			l.report(n, path, msg)
 		}
+	}
+}
+
+// duplicateKeys reports the scalar keys of mapping n that an earlier key
+// of n already has.
+func (l *loader) duplicateKeys(n *yaml.Node, path string) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind != yaml.ScalarNode {
+			continue // the type's own decoding reports it
+		}
+		if seen[k.Value] {
+			l.report(k, joinKey(path, k.Value), fmt.Sprintf("duplicate key %q", k.Value))
+		}
+		seen[k.Value] = true
 	}
 }
 

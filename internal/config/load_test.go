@@ -336,3 +336,48 @@ func TestProblemsComeWithTheFile(t *testing.T) {
 		}
 	}
 }
+
+// TestDuplicateKeysInOwnMappings: a message's languages and a route
+// parameter's values are mappings too, where a key written twice is a
+// problem at its second line, not the last one silently winning.
+func TestDuplicateKeysInOwnMappings(t *testing.T) {
+	const upstream = "\nupstreams: {api: {url: 'http://127.0.0.1:8081'}}"
+	tests := []struct {
+		name string
+		doc  string
+		env  string
+		want string // "" for no problem
+	}{
+		{name: "message language", doc: "rules: [{name: d, action: deny, message: {en: FIRST, en: SECOND}}]",
+			want: `t.yaml:1: rules[0].message.en: duplicate key "en"`},
+		{name: "message language quoted", doc: "rules:\n  - name: d\n    action: deny\n    message:\n      en: FIRST\n      \"en\": SECOND",
+			want: `t.yaml:6: rules[0].message.en: duplicate key "en"`},
+		{name: "message language three times", doc: "rules:\n  - name: d\n    action: deny\n    message:\n      en: A\n      en: B\n      en: C",
+			want: "t.yaml:6: rules[0].message.en: duplicate key \"en\"\nt.yaml:7: rules[0].message.en: duplicate key \"en\""},
+		{name: "parameter value", doc: "routes: [{name: r, path: '/{t}', upstream: api, params: {t: {image: images, image: audio}}}]",
+			want: `t.yaml:1: routes[0].params.t.image: duplicate key "image"`},
+		{name: "message in an environment", env: "production",
+			doc:  "rules: [{name: d, action: deny, message: x}]\nenvironments:\n  production:\n    rules:\n      - name: d\n        message: {es: uno, es: dos}",
+			want: `t.yaml:6: environments.production.rules[0].message.es: duplicate key "es"`},
+		{name: "message in an environment not applied",
+			doc:  "rules: [{name: d, action: deny, message: x}]\nenvironments:\n  production:\n    rules:\n      - name: d\n        message: {es: uno, es: dos}",
+			want: `t.yaml:6: environments.production.rules[0].message.es: duplicate key "es"`},
+
+		{name: "languages differing in case", doc: "rules: [{name: d, action: deny, message: {pt-BR: a, pt-br: b}}]"},
+		{name: "a value twice under two keys", doc: "routes: [{name: r, path: '/{t}', upstream: api, params: {t: {image: x, audio: x}}}]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("t.yaml", []byte(tt.doc+upstream), tt.env, nil)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			} else if probs := f.Validate(); len(probs) > 0 {
+				got = probs.Error()
+			}
+			if got != tt.want {
+				t.Errorf("Parse and Validate of\n%s\n=\n%s\nwant\n%s", tt.doc, got, tt.want)
+			}
+		})
+	}
+}
