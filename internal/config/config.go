@@ -112,7 +112,7 @@ type Decide struct {
 	// Traefik) or "envoy" (ext_authz HTTP service: the original method,
 	// and the original path after /decide). Required with listen: it is
 	// never guessed from the request, whose headers the client may have
-	// written.
+	// written. Checked with the listener off too.
 	Protocol string `yaml:"protocol" json:"protocol,omitempty"`
 }
 

@@ -59,12 +59,7 @@ func SplitSecrets(s string) []string {
 // Openverse deployment; called by ApplyDefaults.
 func (c *Config) applyOpenverseDefaults() {
 	if c.SessionsEnabled() {
-		s := &c.Sessions
-		setDefault(&s.Cookie, DefaultSessionCookie)
-		setDefault(&s.MaxAge, DefaultSessionMaxAge)
-		setDefault(&s.IssueWhen, DefaultSessionIssueWhen)
-		setDefault(&s.PerIP.Window, DefaultSessionWindow)
-		setDefault(&s.PerIP.MaxAddresses, DefaultSessionMaxAddresses)
+		c.Sessions.applyDefaults()
 	}
 	for name, u := range c.Upstreams {
 		switch u.Auth.Type {
@@ -75,6 +70,14 @@ func (c *Config) applyOpenverseDefaults() {
 		}
 		c.Upstreams[name] = u
 	}
+}
+
+func (s *Sessions) applyDefaults() {
+	setDefault(&s.Cookie, DefaultSessionCookie)
+	setDefault(&s.MaxAge, DefaultSessionMaxAge)
+	setDefault(&s.IssueWhen, DefaultSessionIssueWhen)
+	setDefault(&s.PerIP.Window, DefaultSessionWindow)
+	setDefault(&s.PerIP.MaxAddresses, DefaultSessionMaxAddresses)
 }
 
 // ResolveTokenURL returns the absolute token endpoint of auth on the
@@ -117,22 +120,26 @@ func (v *validator) internal() {
 
 func (v *validator) decide() {
 	d := v.c.Decide
+	// The protocol is checked with the listener off too: the examples
+	// turn the listener on from the environment, off by default, so a
+	// misspelt protocol would pass every check run without it and stop
+	// the start that turns it on.
+	switch d.Protocol {
+	case DecideNginx, DecideForwarded, DecideEnvoy:
+	case "":
+		if v.c.DecideEnabled() {
+			v.add("decide.protocol", "required with decide.listen: nginx, forwarded (Caddy, Traefik) or envoy; it is never guessed from a request's headers, which the client may have written")
+		}
+	default:
+		v.add("decide.protocol", fmt.Sprintf("%q is not nginx, forwarded or envoy", d.Protocol))
+	}
 	if !v.c.DecideEnabled() {
-		// A protocol without a listener is allowed: the examples set
-		// both from the environment, the listener off by default.
 		return
 	}
 	if err := checkListen(d.Listen); err != nil {
 		v.add("decide.listen", fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:8083, nor \"off\"", d.Listen, err))
 	} else if !strings.HasSuffix(d.Listen, ":0") && (d.Listen == v.c.Listen || d.Listen == v.c.Admin.Listen || d.Listen == v.c.Internal.Listen) {
 		v.add("decide.listen", fmt.Sprintf("%q is also the public, admin or internal listen address", d.Listen))
-	}
-	switch d.Protocol {
-	case DecideNginx, DecideForwarded, DecideEnvoy:
-	case "":
-		v.add("decide.protocol", "required with decide.listen: nginx, forwarded (Caddy, Traefik) or envoy; it is never guessed from a request's headers, which the client may have written")
-	default:
-		v.add("decide.protocol", fmt.Sprintf("%q is not nginx, forwarded or envoy", d.Protocol))
 	}
 	if len(v.c.ClientIP.TrustedProxies) == 0 {
 		v.add("decide.listen", "the decision listener answers only the proxies in client_ip.trusted_proxies, and there are none: list the address of the proxy that asks (trusted_hops trusts any peer, so it cannot stand in)")
@@ -142,10 +149,13 @@ func (v *validator) decide() {
 func (v *validator) sessions() {
 	s := v.c.Sessions
 	if !v.c.SessionsEnabled() {
-		if s.Cookie != "" || s.MaxAge != "" || s.IssueWhen != "" || s.PerIP != (SessionsPerIP{}) || v.f.Has("sessions.secret") {
-			v.add("sessions.secret", "sessions need a signing secret of at least 32 bytes, such as secret: ${HMAC_SIGNING_SECRET} (make one with `openssl rand -base64 48`)")
+		if s == (Sessions{}) && !v.f.Has("sessions.secret") {
+			return
 		}
-		return
+		v.add("sessions.secret", "sessions need a signing secret of at least 32 bytes, such as secret: ${HMAC_SIGNING_SECRET} (make one with `openssl rand -base64 48`)")
+		// The settings written are checked all the same, so that one run
+		// reports every problem: the defaults stand in for the others.
+		s.applyDefaults()
 	}
 	for i, sec := range SplitSecrets(s.Secret) {
 		if len(sec) < MinSessionSecretLen {

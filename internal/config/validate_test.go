@@ -295,3 +295,76 @@ func TestValidateDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateDecideOff: decide.protocol is checked whether or not the
+// listener is on, so that a misspelt protocol fails the CI run that has
+// the listener off (the examples' ${FLOODGATE_DECIDE_LISTEN:-off}), not
+// the production start that turns it on.
+func TestValidateDecideOff(t *testing.T) {
+	const rest = "\nclient_ip: {trusted_proxies: [127.0.0.1]}\nupstreams: {api: {url: 'http://127.0.0.1:8081'}}"
+	on := map[string]string{"FLOODGATE_DECIDE_LISTEN": "127.0.0.1:8083"}
+	tests := []struct {
+		name string
+		doc  string
+		vars map[string]string
+		want string // "" for no problem
+	}{
+		{name: "off from the variable's default", doc: `decide: {listen: "${FLOODGATE_DECIDE_LISTEN:-off}", protocol: ngnix}`,
+			want: `t.yaml:1: decide.protocol: "ngnix" is not nginx, forwarded or envoy`},
+		{name: "on from the variable", doc: `decide: {listen: "${FLOODGATE_DECIDE_LISTEN:-off}", protocol: ngnix}`, vars: on,
+			want: `t.yaml:1: decide.protocol: "ngnix" is not nginx, forwarded or envoy`},
+		{name: "off", doc: "decide: {listen: 'off', protocol: NGINX}",
+			want: `t.yaml:1: decide.protocol: "NGINX" is not nginx, forwarded or envoy`},
+		{name: "no listen", doc: "decide: {protocol: ' nginx'}",
+			want: `t.yaml:1: decide.protocol: " nginx" is not nginx, forwarded or envoy`},
+		{name: "empty listen", doc: "decide: {listen: '', protocol: haproxy}",
+			want: `t.yaml:1: decide.protocol: "haproxy" is not nginx, forwarded or envoy`},
+
+		{name: "off with a good protocol", doc: `decide: {listen: "${FLOODGATE_DECIDE_LISTEN:-off}", protocol: envoy}`},
+		{name: "off without a protocol", doc: "decide: {listen: 'off'}"},
+		{name: "on with a good protocol", doc: `decide: {listen: "${FLOODGATE_DECIDE_LISTEN:-off}", protocol: forwarded}`, vars: on},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := Parse("t.yaml", []byte(tt.doc+rest), "", lookupIn(tt.vars))
+			if err != nil {
+				t.Fatalf("Parse(%q): %v", tt.doc, err)
+			}
+			if got := f.Validate().Error(); got != tt.want {
+				t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidateSessionsOff: without a secret, sessions settings are a
+// problem, and their values are checked all the same, so that one run
+// reports every problem.
+func TestValidateSessionsOff(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want string // "" for no problem
+	}{
+		{doc: "sessions: {secret: '${UNSET:-}'}"},
+		{doc: "sessions: {}"},
+		{doc: "sessions: {cookie: ovSession}",
+			want: "t.yaml:1: sessions.secret: sessions need a signing secret of at least 32 bytes, such as secret: ${HMAC_SIGNING_SECRET} (make one with `openssl rand -base64 48`)"},
+		{doc: "sessions:\n  secret: '${UNSET:-}'\n  cookie: ov session\n  max_age: a day\n  per_ip: {window: 0s, max_new: -1}",
+			want: "t.yaml:2: sessions.secret: sessions need a signing secret of at least 32 bytes, such as secret: ${HMAC_SIGNING_SECRET} (make one with `openssl rand -base64 48`)\n" +
+				"t.yaml:3: sessions.cookie: \"ov session\" is not a cookie name (letters, digits and !#$%&'*+-.^_`|~)\n" +
+				"t.yaml:4: sessions.max_age: \"a day\" is not a duration such as 10s, 5m, 1h or 1d\n" +
+				"t.yaml:5: sessions.per_ip.max_new: -1 is out of range: must be from 0 to 1073741824\n" +
+				"t.yaml:5: sessions.per_ip.window: \"0s\" must be from 1s to 366d"},
+	}
+	for _, tt := range tests {
+		doc := tt.doc + "\nupstreams: {api: {url: 'http://127.0.0.1:8081'}}"
+		f, err := Parse("t.yaml", []byte(doc), "", nil)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.doc, err)
+			continue
+		}
+		if got := f.Validate().Error(); got != tt.want {
+			t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
+		}
+	}
+}
