@@ -25,6 +25,9 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(envDoc), "staging")
 	f.Add([]byte(lineDoc), "")
+	for _, tt := range syntaxLineTests {
+		f.Add([]byte(tt.doc), "")
+	}
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
 		file, err := Parse("fuzz.yaml", data, env, lookupIn(fixtureEnv))
 		var probs Problems

@@ -109,12 +109,28 @@ func (l *loader) report(n *yaml.Node, path, msg string, allowed ...string) {
 	l.f.bad[path] = true
 }
 
-var (
-	yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
-	// yaml.v3 numbers the lines of parser (not scanner) errors from 0.
-	yamlParserError = regexp.MustCompile(`^(did not find expected|found undefined tag handle|found duplicate %|found incompatible YAML document)`)
-	yamlAnchor      = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
-)
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// yamlParserErrors are the messages of yaml.v3's parser, which numbers
+// lines from 0 (its scanner numbers them from 1). Both name the line where
+// the construct they break starts, and none when that is the first line.
+var yamlParserErrors = []string{
+	"did not find expected <stream-start>", "did not find expected <document start>",
+	"did not find expected node content", "did not find expected '-' indicator",
+	"did not find expected key", "did not find expected ',' or ']'", "did not find expected ',' or '}'",
+	"found undefined tag handle", "found duplicate %YAML directive", "found duplicate %TAG directive",
+	"found incompatible YAML document",
+}
+
+// yamlBrokenBelow are the errors that yaml.v3 places at the start of the
+// scalar, block or list that a later line breaks: that later line is the
+// one to fix.
+var yamlBrokenBelow = []string{
+	"found a tab character that violates indentation",
+	"found a tab character where an indentation space is expected",
+	"did not find expected '-' indicator",
+	"did not find expected key",
+}
 
 func (l *loader) load(data []byte) {
 	if len(data) > MaxFileSize {
@@ -181,73 +197,143 @@ func (l *loader) load(data []byte) {
 // syntax reports a YAML syntax error in data; nothing else can be
 // checked.
 func (l *loader) syntax(err error, data []byte) {
-	msg := err.Error()
-	line := 0
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-		if yamlParserError.MatchString(msg) {
-			line++ // the line where the broken construct starts
-		}
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-		if yamlParserError.MatchString(msg) {
-			line = 1 // yaml.v3 leaves out line 0 of 0-based parser errors
-		}
-		if m := yamlAnchor.FindStringSubmatch(msg); m != nil {
-			if i := bytes.Index(data, []byte("*"+m[1])); i >= 0 {
-				line = bytes.Count(data[:i], []byte("\n")) + 1
-			}
-		}
+	line, msg := yamlMessage(err)
+	if line > 0 && slices.Contains(yamlParserErrors, msg) {
+		line++
+	}
+	start := line // of the broken construct, if known
+	if line == 0 || slices.Contains(yamlBrokenBelow, msg) {
+		line = firstBrokenLine(data, msg, max(line, 1), line)
 	}
 	line = min(line, l.lines) // errors at the end of the stream
-	if msg == "did not find expected key" && line > 0 {
-		// yaml.v3 gives the line where the block begins, not the line
-		// that breaks it (often a few lines below).
-		msg += " in the block that starts here: a line in it is indented unlike the keys beside it, or is not a key: value"
-	}
-	if strings.HasPrefix(msg, "did not find expected ',' or") && line > 0 {
-		if text, _, _ := strings.Cut(string(data[lineStart(data, line):]), "\n"); strings.Contains(text, "${") {
-			msg += ` (in [ ] or { }, quote a value that holds "${…}")`
+	switch text := lineText(data, line); {
+	case line == 0:
+	case strings.Contains(msg, "tab character") || msg == "found character that cannot start any token" && strings.Contains(leadingBlanks(text), "\t"):
+		msg += ": indent with spaces, not tabs"
+	case msg == "did not find expected key":
+		msg += ": this line is indented unlike the keys before it, or is not a key: value"
+		if start > 0 && start < line {
+			msg += fmt.Sprintf(" (in the block that starts at line %d)", start)
 		}
+	case msg == "did not find expected '-' indicator":
+		msg += ": this line is indented unlike the list's items, or is not an item (- …)"
+		if start > 0 && start < line {
+			msg += fmt.Sprintf(" of the list that starts at line %d", start)
+		}
+	case strings.HasPrefix(msg, "did not find expected ',' or") && strings.Contains(text, "${"):
+		msg += ` (in [ ] or { }, quote a value that holds "${…}")`
 	}
 	l.problems = append(l.problems, Problem{File: l.f.Name, Line: line, Msg: "YAML syntax: " + msg})
 	l.f.bad[""] = true
 }
 
+// firstBrokenLine returns the first line, from line from on, with which
+// data read up to the end of that line already fails to parse with error
+// msg: the line that breaks it. yaml.v3 reports where the construct that
+// breaks starts, or no line at all for an error of its reader (a control
+// character) or of the file's first line. It returns fallback if no line
+// does.
+func firstBrokenLine(data []byte, msg string, from, fallback int) int {
+	ends := lineEnds(data)
+	fails := func(n int) bool { return yamlError(data[:ends[n-1]]) == msg }
+	// A longer prefix keeps the error a shorter one has. The line is most
+	// often a few below from, and each try parses the file up to it:
+	// gallop from there, then halve what is left.
+	ok, n := from-1, from // data up to line ok parses without the error
+	for step := 1; ; step *= 2 {
+		if n > len(ends) {
+			return fallback
+		}
+		if fails(n) {
+			break
+		}
+		if n == len(ends) {
+			return fallback
+		}
+		ok, n = n, min(n+step, len(ends))
+	}
+	for ok+1 < n {
+		if mid := ok + (n-ok)/2; fails(mid) {
+			n = mid
+		} else {
+			ok = mid
+		}
+	}
+	return n
+}
+
+// yamlError returns the message, without its place, of the first error
+// yaml.v3 finds in the documents of data; "" if none.
+func yamlError(data []byte) string {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		err := dec.Decode(&n)
+		switch {
+		case err == io.EOF:
+			return ""
+		case err != nil:
+			_, msg := yamlMessage(err)
+			return msg
+		}
+	}
+}
+
+// yamlMessage splits a yaml.v3 error into the line it gives, 0 if none,
+// and its message.
+func yamlMessage(err error) (line int, msg string) {
+	if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		return line, err.Error()[len(m[0]):]
+	}
+	return 0, strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// leadingBlanks returns the spaces and tabs that start s.
+func leadingBlanks(s string) string {
+	return s[:len(s)-len(strings.TrimLeft(s, " \t"))]
+}
+
 // countLines returns the number of lines in data as YAML counts them:
 // CR LF, CR, LF, NEL, LS and PS each end a line.
-func countLines(data []byte) int {
-	n := 1
+func countLines(data []byte) int { return len(lineEnds(data)) }
+
+// lineEnds returns, for each line of data as YAML counts them (see
+// countLines), the offset just past its end and its line break.
+func lineEnds(data []byte) []int {
+	var ends []int
 	for i := 0; i < len(data); i++ {
 		switch {
 		case data[i] == '\r':
 			if i+1 < len(data) && data[i+1] == '\n' {
 				i++
 			}
-			n++
+			ends = append(ends, i+1)
 		case data[i] == '\n':
-			n++
-		case bytes.HasPrefix(data[i:], []byte("\u0085")),
-			bytes.HasPrefix(data[i:], []byte("\u2028")),
-			bytes.HasPrefix(data[i:], []byte("\u2029")):
-			n++
+			ends = append(ends, i+1)
+		case bytes.HasPrefix(data[i:], []byte("\u0085")):
+			i++
+			ends = append(ends, i+1)
+		case bytes.HasPrefix(data[i:], []byte("\u2028")), bytes.HasPrefix(data[i:], []byte("\u2029")):
+			i += 2
+			ends = append(ends, i+1)
 		}
 	}
-	return n
+	return append(ends, len(data))
 }
 
-// lineStart returns the offset in data of 1-based line n.
-func lineStart(data []byte, n int) int {
-	off := 0
-	for ; n > 1; n-- {
-		i := bytes.IndexByte(data[off:], '\n')
-		if i < 0 {
-			return len(data)
-		}
-		off += i + 1
+// lineText returns 1-based line n of data without its line break, "" if
+// there is none.
+func lineText(data []byte, n int) string {
+	ends := lineEnds(data)
+	if n < 1 || n > len(ends) {
+		return ""
 	}
-	return off
+	start := 0
+	if n > 1 {
+		start = ends[n-2]
+	}
+	return strings.TrimRight(string(data[start:ends[n-1]]), "\r\n\u0085\u2028\u2029")
 }
 
 // resolve returns n with aliases replaced by copies of what they name and

@@ -381,3 +381,68 @@ func TestDuplicateKeysInOwnMappings(t *testing.T) {
 		})
 	}
 }
+
+// syntaxHead is the first five lines of the syntaxLineTests documents.
+const syntaxHead = "upstreams:\n  api:\n    url: http://127.0.0.1:8081\nrules:\n  - name: a\n"
+
+// syntaxLineTests are YAML syntax errors and the line and text of their
+// problem; FuzzParse starts from them too.
+var syntaxLineTests = []struct {
+	name string
+	doc  string
+	line int
+	msg  string // the problem's text after "YAML syntax: "
+}{
+	{name: "tab on line 6", doc: syntaxHead + "  \tlimits: [1/1m]\n", line: 6,
+		msg: "found a tab character that violates indentation: indent with spaces, not tabs"},
+	{name: "tab on line 7", doc: syntaxHead + "    action: block\n  \tlimits: [1/1m]\n", line: 7,
+		msg: "found a tab character that violates indentation: indent with spaces, not tabs"},
+	{name: "tab on line 8", doc: syntaxHead + "    action: block\n    algorithm: gcra\n \t limits: [1/1m]\n", line: 8,
+		msg: "found a tab character that violates indentation: indent with spaces, not tabs"},
+	{name: "tab after a scalar of two lines", doc: syntaxHead + "    when: request.path\n      == '/x'\n  \tlimits: [1/1m]\n", line: 8,
+		msg: "found a tab character that violates indentation: indent with spaces, not tabs"},
+	{name: "tab on line 2", doc: "mode: enforce\n\tlisten: :8080\n", line: 2,
+		msg: "found a tab character that violates indentation: indent with spaces, not tabs"},
+	{name: "tab with CRLF line ends", doc: strings.ReplaceAll(syntaxHead+"    action: block\n  \tlimits: [1/1m]\n", "\n", "\r\n"), line: 7,
+		msg: "found a tab character that violates indentation: indent with spaces, not tabs"},
+	{name: "tab at the start of line 1", doc: "\tmode: enforce\n", line: 1,
+		msg: "found character that cannot start any token: indent with spaces, not tabs"},
+	{name: "tab at the start of a block", doc: "upstreams:\n\tapi: {url: http://127.0.0.1:8081}\n", line: 2,
+		msg: "found character that cannot start any token: indent with spaces, not tabs"},
+	{name: "list item indented too little", doc: syntaxHead + "    limits: [1/1m]\n   key: [ip]\n", line: 7,
+		msg: "did not find expected '-' indicator: this line is indented unlike the list's items, or is not an item (- …) of the list that starts at line 5"},
+	{name: "a key beside a list's items", doc: "upstreams:\n  api: {url: http://127.0.0.1:8081}\nrules:\n  - name: a\n    limits: [1/m]\n  - name: b\n    limits: [1/m]\n  key: [ip]\n", line: 8,
+		msg: "did not find expected '-' indicator: this line is indented unlike the list's items, or is not an item (- …) of the list that starts at line 4"},
+	{name: "a key indented too little", doc: "upstreams:\n  api:\n    url: http://127.0.0.1:8081\n    timeouts: {connect: 1s}\n   bad: 1\n", line: 5,
+		msg: "did not find expected key: this line is indented unlike the keys before it, or is not a key: value (in the block that starts at line 2)"},
+	{name: "a key indented too little at the top", doc: "mode: enforce\n listen: :8080\n", line: 2,
+		msg: "mapping values are not allowed in this context"},
+	{name: "a block scalar header", doc: "mode: enforce\nlisten: :8080\nrules:\n  - name: a\n    when: |x\n      true\n", line: 5,
+		msg: "did not find expected comment or line break"},
+	{name: "a control character", doc: "mode: enforce\nlisten: :8080\nadmin: {token: \"a\x01b\"}\n", line: 3,
+		msg: "control characters are not allowed"},
+	{name: "an unknown anchor also quoted earlier", doc: "x-note: \"*standard\"\n" + syntaxHead + "    limits: *standard\n", line: 7,
+		msg: "unknown anchor 'standard' referenced"},
+	{name: "an unclosed list", doc: syntaxHead + "    limits: [100/5m\n  - name: b\n", line: 6,
+		msg: "did not find expected ',' or ']'"},
+	{name: "an unclosed quote", doc: syntaxHead + "    when: \"true\n    limits: [1/m]\n", line: 6,
+		msg: "found unexpected end of stream"},
+}
+
+// TestSyntaxLine: a YAML syntax error is reported at the line to fix,
+// whatever yaml.v3 counts from (its parser from 0, its scanner from 1) or
+// names (the start of the scalar, block or list the error breaks).
+func TestSyntaxLine(t *testing.T) {
+	for _, tt := range syntaxLineTests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("t.yaml", []byte(tt.doc), "", nil)
+			var ps Problems
+			if !errors.As(err, &ps) || len(ps) != 1 {
+				t.Fatalf("Parse(%q) error = %v, want one problem", tt.doc, err)
+			}
+			if got, want := ps[0], (Problem{File: "t.yaml", Line: tt.line, Msg: "YAML syntax: " + tt.msg}); !cmp.Equal(got, want) {
+				t.Errorf("Parse(%q) problem (-got +want):\n%s", tt.doc, cmp.Diff(got, want))
+			}
+		})
+	}
+}
