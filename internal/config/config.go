@@ -41,7 +41,7 @@ type Config struct {
 	Upstreams map[string]Upstream `yaml:"upstreams" json:"upstreams"`
 	// Routes map request paths to upstreams, first match wins. Default,
 	// with exactly one upstream: one route named "default" sending every
-	// path to it.
+	// path to it. Required with two or more.
 	Routes []Route `yaml:"routes" json:"routes"`
 	// RouteGroups fences route groups by path prefix, by group name (a
 	// group of routes).

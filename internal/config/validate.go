@@ -305,6 +305,17 @@ func checkUpstreamURL(s string) string {
 }
 
 func (v *validator) routes() {
+	if len(v.c.Routes) == 0 && len(v.c.Upstreams) > 1 {
+		// Which upstream a path goes to cannot be guessed: with none of
+		// its routes, floodgate would answer every request 404.
+		ups := sortedKeys(v.c.Upstreams)
+		path := "upstreams"
+		if v.f.Has("routes") {
+			path = "routes" // routes: []
+		}
+		v.add(path, fmt.Sprintf("upstreams %s and %s, but no routes: only a lone upstream gets a default route, so every request would be answered 404; add routes, such as routes: [{name: %s, path: /%s/{rest...}, upstream: %s}, {name: %s, path: /, upstream: %s}]",
+			strings.Join(ups[:len(ups)-1], ", "), ups[len(ups)-1], ups[0], ups[0], ups[0], ups[1], ups[1]))
+	}
 	names := map[string]int{}
 	seen := map[string]int{} // pattern+methods → route index
 	catchAll := -1
