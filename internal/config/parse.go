@@ -154,7 +154,7 @@ func ParsePrefix(s string) ([]string, error) {
 	p, err := ParseRoutePattern(s)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("prefix: %w", err)
+		return nil, err // "path …", the prefix being one
 	case len(p.Segments) == 0:
 		return nil, fmt.Errorf("prefix %q fences every path; name at least one segment, such as /api/", s)
 	}

@@ -432,7 +432,9 @@ func (v *validator) routes() {
 func (v *validator) routeGroups() {
 	groups := map[string]bool{}
 	for _, r := range v.c.Routes {
-		groups[r.Group] = true
+		if r.Group != "" {
+			groups[r.Group] = true
+		}
 	}
 	prefixes := map[string]string{} // folded prefix → group
 	fences := map[string][]string{}
@@ -440,6 +442,10 @@ func (v *validator) routeGroups() {
 		path := joinKey("route_groups", name)
 		if !groups[name] {
 			v.add(path, fmt.Sprintf("no route is in group %q: every path under its prefix would be answered 404", name), sortedKeys(groups)...)
+		}
+		if v.c.RouteGroups[name].Prefix == "" {
+			v.add(joinKey(path, "prefix"), "a route group needs a prefix, such as /api/")
+			continue
 		}
 		segs, err := ParsePrefix(v.c.RouteGroups[name].Prefix)
 		if err != nil {

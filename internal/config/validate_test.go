@@ -401,3 +401,42 @@ func TestValidateUpstreamsWithoutRoutes(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateRouteGroups: a group's problems name what is allowed, never
+// the empty group of the routes that have none, and a missing prefix is
+// required rather than a malformed path.
+func TestValidateRouteGroups(t *testing.T) {
+	const ups = "\nupstreams: {api: {url: 'http://127.0.0.1:8081'}, web: {url: 'http://127.0.0.1:8082'}}"
+	const routes = "\nroutes:\n  - {name: a, path: /api/, group: api, upstream: api}\n  - {name: w, path: /, upstream: web}"
+	tests := []struct {
+		doc  string
+		want string // "" for no problem
+	}{
+		{doc: "route_groups: {web: {prefix: /web/}, api: {prefix: /api/}}" + routes,
+			want: `t.yaml:1: route_groups.web: no route is in group "web": every path under its prefix would be answered 404 (allowed: api)`},
+		{doc: "route_groups: {web: {prefix: /web/}}\nroutes: [{name: a, path: /api/, upstream: api}, {name: w, path: /, upstream: web}]",
+			want: `t.yaml:1: route_groups.web: no route is in group "web": every path under its prefix would be answered 404`},
+		{doc: "route_groups: {api: {}}" + routes,
+			want: "t.yaml:1: route_groups.api.prefix: a route group needs a prefix, such as /api/"},
+		{doc: "route_groups: {api: {prefix: ''}}" + routes,
+			want: "t.yaml:1: route_groups.api.prefix: a route group needs a prefix, such as /api/"},
+		{doc: "route_groups: {api: {prefix: ~}}" + routes,
+			want: "t.yaml:1: route_groups.api.prefix: a route group needs a prefix, such as /api/"},
+		{doc: "route_groups: {api: ~}" + routes,
+			want: "t.yaml:1: route_groups.api.prefix: a route group needs a prefix, such as /api/"},
+		{doc: "route_groups: {api: {prefix: api}}" + routes,
+			want: `t.yaml:1: route_groups.api.prefix: path "api" must start with /`},
+
+		{doc: "route_groups: {api: {prefix: /api}}" + routes},
+	}
+	for _, tt := range tests {
+		f, err := Parse("t.yaml", []byte(tt.doc+ups), "", nil)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.doc, err)
+			continue
+		}
+		if got := f.Validate().Error(); got != tt.want {
+			t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
+		}
+	}
+}
