@@ -157,9 +157,11 @@ type SessionsPerIP struct {
 	// 366d. Default "1h".
 	Window string `yaml:"window" json:"window,omitempty"`
 	// MaxNew caps the sessions issued per address per window; a page load
-	// over it is served without a new session. Default 0: no cap.
+	// over it is served without a new session. 0 to 2^30; default 0: no
+	// cap.
 	MaxNew int `yaml:"max_new" json:"max_new,omitempty"`
-	// MaxAddresses bounds the addresses tracked per window. Default 65536.
+	// MaxAddresses bounds the addresses tracked per window, 1 to 2^24.
+	// Default 65536.
 	MaxAddresses int `yaml:"max_addresses" json:"max_addresses,omitempty"`
 }
 
@@ -266,7 +268,8 @@ type Store struct {
 	// URL is "memory" (default), the embedded in-memory store; or a Redis
 	// (or Valkey) server shared by gateway replicas:
 	// redis://[user:pass@]host:port[/db], rediss://… for TLS, and
-	// redis://host1:port1,host2:port2,… for a Redis Cluster.
+	// redis://host1:port1,host2:port2,… for a Redis Cluster; valkey:// and
+	// valkeys:// are the same as redis:// and rediss://.
 	URL string `yaml:"url" json:"url,omitempty"`
 	// MaxKeys caps the keys the memory store tracks, 1024 to 268435456.
 	// Default 1048576.
@@ -375,7 +378,7 @@ type Route struct {
 	// Query filters the query string forwarded to the upstream.
 	Query RouteQuery `yaml:"query" json:"query"`
 	// MaxInflight caps the route's requests in flight in this gateway
-	// process; over it, 503 at once. Default 0: no cap.
+	// process; over it, 503 at once. 0 to 1000000; default 0: no cap.
 	MaxInflight int `yaml:"max_inflight" json:"max_inflight,omitempty"`
 	// Timeouts override the upstream's for this route.
 	Timeouts Timeouts `yaml:"timeouts" json:"timeouts"`
@@ -474,10 +477,11 @@ type Rule struct {
 	// header). Costs other than requests are charged after the response.
 	Cost string `yaml:"cost" json:"cost,omitempty"`
 	// MaxInflight caps the rule's requests in flight in this gateway
-	// process, all keys together; over it, 503 at once.
+	// process, all keys together; over it, 503 at once. 0 to 1000000;
+	// default 0: no cap.
 	MaxInflight int `yaml:"max_inflight" json:"max_inflight,omitempty"`
 	// MaxInflightPerKey caps the rule's requests in flight per key, in
-	// this gateway process.
+	// this gateway process. 0 to 1000000; default 0: no cap.
 	MaxInflightPerKey int `yaml:"max_inflight_per_key" json:"max_inflight_per_key,omitempty"`
 	// FailurePolicy overrides store.failure_policy for this rule:
 	// fail_open or fail_closed.

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/floodgate/floodgate/internal/clientip"
 )
 
 // TestReferenceDocumentsEveryField: docs/configuration.md has a
@@ -65,6 +67,16 @@ func TestReferenceExamples(t *testing.T) {
 		if i == len(blocks)-1 {
 			if probs := f.Validate(); len(probs) > 0 {
 				t.Errorf("complete example:\n%v", probs)
+			}
+			// What validate warns about, from the settings as written.
+			ci := f.Config.ClientIP
+			trusted, err := clientip.ParsePrefixes(ci.TrustedProxies)
+			if err != nil {
+				t.Fatalf("complete example: %v", err)
+			}
+			o := clientip.Options{TrustedProxies: trusted, TrustedHops: ci.TrustedHops, Header: ci.Header, IPv4Prefix: ci.IPv4Prefix, IPv6Prefix: ci.IPv6Prefix}
+			if w := clientip.Warnings(o); len(w) > 0 {
+				t.Errorf("complete example: validate warns:\n%s", strings.Join(w, "\n"))
 			}
 		}
 	}
