@@ -73,15 +73,15 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 
 // compileCheck compiles f, defaults applied, as serve would but against a
 // store of its own, so that the problems only compiling finds (conditions,
-// limits, keys) are found in a file that also has others. Problems with a
-// field loading already found wrong are left out: they follow from it.
+// limits, keys) are found in a file that also has others. gateway.New
+// leaves out the problems with a field loading or validating already
+// found wrong: they follow from it.
 func compileCheck(f *config.File) (*gateway.Gateway, config.Problems) {
-	g, problems := gateway.New(f, gateway.Options{
+	return gateway.New(f, gateway.Options{
 		Store:   memory.New(memory.Options{MaxKeys: f.Config.Store.MaxKeys}),
 		Metrics: telemetry.NewMetrics("validate"),
 		Logger:  slog.New(slog.DiscardHandler),
 	})
-	return g, slices.DeleteFunc(problems, func(p config.Problem) bool { return f.Reported(p.Field) })
 }
 
 // reportProblems prints every problem of file, one a line, then their count.

@@ -169,7 +169,9 @@ func (g *Gateway) finish(st *state) {
 // every problem at once. It starts nothing: listeners are the caller's.
 func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	c := &f.Config
-	problems := f.Validate()
+	validated := f.Validate()
+	// What compiling finds, but what Validate already said.
+	cp := newCompileProblems(f, validated)
 	g := &Gateway{metrics: o.Metrics}
 	if o.Failures == nil {
 		o.Failures = telemetry.NewFailures(o.Logger, o.Metrics, telemetry.LogLimiterOptions{})
@@ -177,16 +179,14 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	g.failures = o.Failures
 
 	set, ps := rules.Compile(f)
-	problems = append(problems, ps...)
+	cp.addProblems(ps)
 
 	// Client address.
 	ipOpts, err := ClientIPOptions(c)
 	if err == nil {
 		g.resolver, err = clientip.New(ipOpts)
 	}
-	if err != nil && len(problems) == 0 {
-		problems = append(problems, f.Problem("client_ip", err.Error()))
-	}
+	cp.add("client_ip", err)
 
 	// Answers.
 	var cors respond.CORS
@@ -198,9 +198,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		CORS:                cors,
 		OmitRateLimitFields: c.Responses.RateLimitHeaders == "never",
 	})
-	if err != nil {
-		problems = append(problems, f.Problem("responses", err.Error()))
-	}
+	cp.add("responses", err)
 	g.rlOnOK = c.Responses.RateLimitHeaders == "always" || c.Responses.RateLimitHeaders == ""
 	if set != nil {
 		for i, r := range set.Rules {
@@ -215,15 +213,11 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 			}
 			if len(r.Message) > 0 {
 				m, err := respond.CompileMessage(r.Message)
-				if err != nil {
-					problems = append(problems, f.Problem("rules["+strconv.Itoa(i)+"].message", err.Error()))
-				}
+				cp.addMessage(i, err)
 				spec.Message = m
 			}
 			ra, err := respond.NewRule(spec)
-			if err != nil {
-				problems = append(problems, f.Problem("rules["+strconv.Itoa(i)+"]", err.Error()))
-			}
+			cp.add(rulePath(i, ""), err)
 			g.ruleAns = append(g.ruleAns, ra)
 		}
 	}
@@ -237,7 +231,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		o.Now = time.Now
 	}
 	g.sessions, ps = newSessions(f, o, o.Shared)
-	problems = append(problems, ps...)
+	cp.addProblems(ps)
 	g.clients = newAPIClients(c)
 	g.internalRules = c.Internal.EvaluateRules
 	g.maxURI = cmp.Or(c.Server.MaxURIBytes, config.DefaultMaxURIBytes)
@@ -251,9 +245,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	wraps := map[string]func(http.RoundTripper) http.RoundTripper{}
 	for _, name := range sortedNames(c.Upstreams) {
 		w, err := authTransport(f, name, o, o.Shared)
-		if err != nil {
-			problems = append(problems, f.Problem("upstreams."+name+".auth", err.Error()))
-		}
+		cp.add(joinKey(joinKey("upstreams", name), "auth"), err)
 		wraps[name] = w
 	}
 
@@ -359,7 +351,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	}
 	g.gw.noRoute = o.Metrics.ForRoute("", telemetry.ListenerGateway)
 
-	if len(problems) > 0 {
+	if problems := append(validated, cp.problems...); len(problems) > 0 {
 		return nil, problems
 	}
 	g.hasher = o.KeyHasher

@@ -59,9 +59,10 @@ type Message struct {
 // in the answer's language); "{{" and "}}" stand for literal braces.
 //
 // An empty or nil map compiles to a nil *Message: the catalog's text. The
-// error lists every problem found: unknown tags and placeholders,
-// unbalanced braces, empty or oversized texts, invalid UTF-8 and control
-// characters other than tab and newline.
+// error lists every problem found, each a *MessageError of its own (one
+// line): unknown tags and placeholders, unbalanced braces, empty or
+// oversized texts, invalid UTF-8 and control characters other than tab
+// and newline.
 func CompileMessage(texts map[string]string) (*Message, error) {
 	if len(texts) == 0 {
 		return nil, nil
@@ -69,13 +70,9 @@ func CompileMessage(texts map[string]string) (*Message, error) {
 	var errs []error
 	m := new(Message)
 	for _, tag := range slices.Sorted(maps.Keys(texts)) {
-		where := "message"
-		if tag != "" {
-			where = fmt.Sprintf("message[%s]", tag)
-		}
 		parts, err := parseMessage(texts[tag])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", where, err))
+		for _, e := range leaves(err) {
+			errs = append(errs, &MessageError{Tag: tag, Err: e})
 		}
 		if tag == "" {
 			m.any, m.hasAny = parts, true
@@ -83,7 +80,7 @@ func CompileMessage(texts map[string]string) (*Message, error) {
 		}
 		l, ok := langByTag(tag)
 		if !ok {
-			errs = append(errs, fmt.Errorf("%s: unsupported language %q (supported: %s, or no tag for the default language)", where, tag, strings.Join(Languages(), ", ")))
+			errs = append(errs, &MessageError{Tag: tag, Err: fmt.Errorf("unsupported language %q (supported: %s, or no tag for the default language)", tag, strings.Join(Languages(), ", "))})
 			continue
 		}
 		m.byLang[l] = parts
@@ -93,6 +90,44 @@ func CompileMessage(texts map[string]string) (*Message, error) {
 		return nil, errors.Join(errs...)
 	}
 	return m, nil
+}
+
+// A MessageError is one problem with one of a message's texts, so that
+// a caller can say where it is (a configuration names the text's field).
+type MessageError struct {
+	// Tag is the text's language tag as given; "" for the text of the
+	// default language.
+	Tag string
+	// Err is the problem, one line.
+	Err error
+}
+
+// Error returns "message[TAG]: problem", or "message: problem" for the
+// untagged text.
+func (e *MessageError) Error() string {
+	if e.Tag == "" {
+		return "message: " + e.Err.Error()
+	}
+	return "message[" + e.Tag + "]: " + e.Err.Error()
+}
+
+func (e *MessageError) Unwrap() error { return e.Err }
+
+// leaves returns the errors err joins (errors.Join), recursively, or err
+// alone; none for nil.
+func leaves(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, leaves(e)...)
+	}
+	return out
 }
 
 // Languages returns the tags the message was given for, sorted; "" stands

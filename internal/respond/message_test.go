@@ -110,6 +110,27 @@ func TestCompileMessageErrors(t *testing.T) {
 	}
 }
 
+// TestCompileMessageErrorsOneLineEach: each problem is a *MessageError
+// of one line naming its text, so that a configuration reports it at the
+// text's own field.
+func TestCompileMessageErrorsOneLineEach(t *testing.T) {
+	_, err := CompileMessage(map[string]string{"en": "{foo} and {bar}", "es": "}", "": "{"})
+	var got []string
+	for _, e := range leaves(err) {
+		me, ok := e.(*MessageError)
+		if !ok {
+			t.Fatalf("CompileMessage error %q (%T) is not a *MessageError", e, e)
+		}
+		if strings.Contains(me.Error(), "\n") {
+			t.Errorf("MessageError %q spans lines", me)
+		}
+		got = append(got, me.Tag)
+	}
+	if diff := cmp.Diff(got, []string{"", "en", "en", "es"}); diff != "" {
+		t.Errorf("tags of the problems (-got +want):\n%s", diff)
+	}
+}
+
 func TestAppendHuman(t *testing.T) {
 	for _, tt := range []struct {
 		secs   int64
