@@ -78,20 +78,78 @@ func TestValidateReportsEachProblemOnce(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			file := writeConfig(t, tc.yaml)
-			code, _, stderr := run(t, nil, "validate", "--config", file)
-			if code != 1 {
-				t.Errorf("exit %d, want 1", code)
-			}
-			got := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-			want := append([]string(nil), tc.want...)
-			for i, w := range want {
-				want[i] = strings.Replace(w, "F:", file+":", 1)
-			}
-			want = append(want, fmt.Sprintf("%s: %d problem%s", file, len(want), plural(len(want))))
-			if diff := cmp.Diff(got, want); diff != "" {
-				t.Errorf("validate's stderr (-got +want):\n%s", diff)
-			}
+			checkProblems(t, tc.yaml, tc.want)
 		})
+	}
+}
+
+// TestValidateTrustedProxies: an entry client_ip.trusted_proxies cannot
+// take is reported at the entry, indexed from 0, next to every other
+// problem of the file.
+func TestValidateTrustedProxies(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{
+			name: "host bits set, and another mistake",
+			yaml: base + "client_ip: {trusted_proxies: [10.0.0.1/8]}\nmode: bad\n",
+			want: []string{
+				`F:2: client_ip.trusted_proxies[0]: "10.0.0.1/8": host bits set: did you mean 10.0.0.0/8, or 10.0.0.1/32 for one host?`,
+				`F:3: mode: unknown mode "bad" (allowed: enforce, log-only)`,
+			},
+		},
+		{
+			name: "the second entry",
+			yaml: base + "client_ip:\n  trusted_proxies:\n    - 10.0.0.0/8\n    - 2001:db8::1/32\n",
+			want: []string{`F:5: client_ip.trusted_proxies[1]: "2001:db8::1/32": host bits set: did you mean 2001:db8::/32, or 2001:db8::1/128 for one host?`},
+		},
+		{
+			name: "one comma-separated string",
+			yaml: base + "client_ip: {trusted_proxies: '192.0.2.0/24, 192.0.2.9/24'}\n",
+			want: []string{`F:2: client_ip.trusted_proxies[1]: "192.0.2.9/24": host bits set: did you mean 192.0.2.0/24, or 192.0.2.9/32 for one host?`},
+		},
+		{
+			name: "and trusted hops as well",
+			yaml: base + "client_ip: {trusted_proxies: [10.0.0.1/8], trusted_hops: 1}\n",
+			want: []string{
+				`F:2: client_ip.trusted_hops: cannot be used together with trusted_proxies: trust proxies by address or by count, not both`,
+				`F:2: client_ip.trusted_proxies[0]: "10.0.0.1/8": host bits set: did you mean 10.0.0.0/8, or 10.0.0.1/32 for one host?`,
+			},
+		},
+		{
+			name: "not an address, reported once",
+			yaml: base + "client_ip: {trusted_proxies: [nonsense]}\n",
+			want: []string{`F:2: client_ip.trusted_proxies[0]: "nonsense" is not an IP address or CIDR prefix`},
+		},
+		{
+			name: "a zone, reported once",
+			yaml: base + "client_ip: {trusted_proxies: ['fe80::1%eth0']}\n",
+			want: []string{`F:2: client_ip.trusted_proxies[0]: "fe80::1%eth0": an address with a zone cannot be trusted`},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			checkProblems(t, tc.yaml, tc.want)
+		})
+	}
+}
+
+// checkProblems runs validate on yaml and compares what it prints with
+// want, the problems (F standing for the file's name) and their count.
+func checkProblems(t *testing.T, yaml string, want []string) {
+	t.Helper()
+	file := writeConfig(t, yaml)
+	code, _, stderr := run(t, nil, "validate", "--config", file)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	got := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+	want = append([]string(nil), want...)
+	for i, w := range want {
+		want[i] = strings.Replace(w, "F:", file+":", 1)
+	}
+	want = append(want, fmt.Sprintf("%s: %d problem%s", file, len(want), plural(len(want))))
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("validate's stderr (-got +want):\n%s", diff)
 	}
 }

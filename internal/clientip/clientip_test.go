@@ -409,6 +409,28 @@ func TestParsePrefixes(t *testing.T) {
 	}
 }
 
+// TestParsePrefixesNamesEachEntry: each bad entry is a *PrefixError with
+// its place in the list from 0, empty entries counted, so that a
+// configuration can report it at its own field.
+func TestParsePrefixesNamesEachEntry(t *testing.T) {
+	_, err := ParsePrefixes([]string{"", "10.0.0.0/8", " 10.0.0.1/8 ", "nonsense"})
+	type entry struct {
+		Index int
+		Entry string
+	}
+	var got []entry
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		pe, ok := e.(*PrefixError)
+		if !ok {
+			t.Fatalf("ParsePrefixes error %q (%T) is not a *PrefixError", e, e)
+		}
+		got = append(got, entry{pe.Index, pe.Entry})
+	}
+	if diff := cmp.Diff(got, []entry{{2, "10.0.0.1/8"}, {3, "nonsense"}}); diff != "" {
+		t.Errorf("ParsePrefixes's bad entries (-got +want):\n%s", diff)
+	}
+}
+
 func TestWarnings(t *testing.T) {
 	p := func(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 	for _, c := range []struct {

@@ -12,8 +12,8 @@ import (
 // for a single host (/32 or /128). Surrounding spaces are trimmed and empty
 // entries skipped. IPv4-mapped IPv6 entries become IPv4 ones. A prefix with
 // host bits set ("10.0.0.1/8") is an error, since it usually means a typo.
-// On error ParsePrefixes returns nil and an error that names every bad
-// entry.
+// On error ParsePrefixes returns nil and an error that joins a
+// *PrefixError for every bad entry.
 func ParsePrefixes(entries []string) ([]netip.Prefix, error) {
 	var (
 		out  []netip.Prefix
@@ -26,7 +26,7 @@ func ParsePrefixes(entries []string) ([]netip.Prefix, error) {
 		}
 		p, err := parsePrefix(e)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("clientip: trusted proxy %d %q: %v", i+1, e, err))
+			errs = append(errs, &PrefixError{Index: i, Entry: e, Err: err})
 			continue
 		}
 		out = append(out, p)
@@ -36,6 +36,26 @@ func ParsePrefixes(entries []string) ([]netip.Prefix, error) {
 	}
 	return out, nil
 }
+
+// A PrefixError is one trusted proxy entry ParsePrefixes cannot take, so
+// that a caller can say which of its own entries it is.
+type PrefixError struct {
+	// Index is the entry's place in the list given, from 0.
+	Index int
+	// Entry is the entry, spaces trimmed.
+	Entry string
+	// Err says what is wrong with it, such as "host bits set: did you
+	// mean 10.0.0.0/8, or 10.0.0.1/32 for one host?".
+	Err error
+}
+
+// Error returns `clientip: trusted proxy N "entry": problem`, N counting
+// from 1.
+func (e *PrefixError) Error() string {
+	return fmt.Sprintf("clientip: trusted proxy %d %q: %v", e.Index+1, e.Entry, e.Err)
+}
+
+func (e *PrefixError) Unwrap() error { return e.Err }
 
 func parsePrefix(s string) (netip.Prefix, error) {
 	if strings.Contains(s, "%") {

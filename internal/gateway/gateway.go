@@ -181,12 +181,19 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	set, ps := rules.Compile(f)
 	cp.addProblems(ps)
 
-	// Client address.
+	// Client address: each trusted proxy entry's problem at the entry.
 	ipOpts, err := ClientIPOptions(c)
+	for _, e := range leaves(err) {
+		if pe, ok := errors.AsType[*clientip.PrefixError](e); ok {
+			cp.add("client_ip.trusted_proxies["+strconv.Itoa(pe.Index)+"]", fmt.Errorf("%q: %w", pe.Entry, pe.Err))
+		} else {
+			cp.add("client_ip", e)
+		}
+	}
 	if err == nil {
 		g.resolver, err = clientip.New(ipOpts)
+		cp.add("client_ip", err)
 	}
-	cp.add("client_ip", err)
 
 	// Answers.
 	var cors respond.CORS
