@@ -153,3 +153,38 @@ func checkProblems(t *testing.T, yaml string, want []string) {
 		t.Errorf("validate's stderr (-got +want):\n%s", diff)
 	}
 }
+
+// TestValidateCORS: expose_headers means something only with
+// allow_origin, as a setting that would be ignored is a problem.
+func TestValidateCORS(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string // nil: the file is valid
+	}{
+		{
+			name: "expose_headers alone",
+			yaml: base + "responses: {cors: {expose_headers: [X-A]}}\n",
+			want: []string{`F:2: responses.cors.expose_headers: expose_headers needs allow_origin: without it answers carry no CORS fields and expose nothing; set allow_origin, or remove expose_headers`},
+		},
+		{
+			name: "expose_headers alone, with another mistake",
+			yaml: base + "responses: {cors: {expose_headers: [Retry-After]}, ratelimit_headers: sometimes}\n",
+			want: []string{
+				`F:2: responses.cors.expose_headers: expose_headers needs allow_origin: without it answers carry no CORS fields and expose nothing; set allow_origin, or remove expose_headers`,
+				`F:2: responses.ratelimit_headers: unknown ratelimit_headers value "sometimes" (allowed: always, limited, never)`,
+			},
+		},
+		{name: "with allow_origin", yaml: base + "responses: {cors: {allow_origin: '*', expose_headers: [X-A]}}\n"},
+		{name: "an empty list", yaml: base + "responses: {cors: {expose_headers: []}}\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.want == nil {
+				if code, _, stderr := run(t, nil, "validate", "--config", writeConfig(t, tc.yaml)); code != 0 {
+					t.Errorf("exit %d, want 0:\n%s", code, stderr)
+				}
+				return
+			}
+			checkProblems(t, tc.yaml, tc.want)
+		})
+	}
+}

@@ -200,6 +200,10 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	if c.Responses.CORS.AllowOrigin != "" {
 		cors.AllowOrigins = []string{c.Responses.CORS.AllowOrigin}
 		cors.ExposeHeaders = c.Responses.CORS.ExposeHeaders
+	} else if len(c.Responses.CORS.ExposeHeaders) > 0 {
+		// Without an origin no answer carries CORS fields: the headers
+		// would be listed for no one, and the file would say otherwise.
+		cp.add("responses.cors.expose_headers", errors.New("expose_headers needs allow_origin: without it answers carry no CORS fields and expose nothing; set allow_origin, or remove expose_headers"))
 	}
 	g.answers, err = respond.NewWriter(respond.Options{
 		CORS:                cors,
