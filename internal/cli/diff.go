@@ -23,7 +23,9 @@ var thresholdPath = regexp.MustCompile(`^rules\[[^\]]+\]\.limits\[\d+\]$`)
 // runDiff prints every difference between two environments' effective
 // configurations and exits 0 only when all of them are thresholds (the
 // N/WINDOW limits of rules present in both), so a check in CI proves that
-// staging and production are "identical apart from thresholds".
+// staging and production are "identical apart from thresholds". An
+// environment with problems is compared with nothing: every problem of
+// each is printed as validate prints it, and diff fails as validate does.
 func runDiff(_ context.Context, env environ, args []string) error {
 	fs := newFlags(env, "diff", "--config FILE ENV_A ENV_B")
 	file := fs.String("config", "", "configuration `file` (required)")
@@ -39,21 +41,30 @@ func runDiff(_ context.Context, env environ, args []string) error {
 	}
 	var flat [2][]field
 	var shown [2]map[string]string
+	broken := false
 	for i, name := range pos {
 		f, _, problems, err := serveFlags{file: *file, env: name}.load(env)
 		if err != nil {
 			return err
 		}
-		problems = append(problems, f.Validate()...)
-		if len(problems) > 0 {
-			fmt.Fprintf(env.stderr, "environment %s:\n%s\n", name, dedupe(problems).Error())
-			return errReported
+		// Compiled as validate and serve compile it: a file one of the
+		// environments cannot serve is no parity proven, whatever else
+		// the two have in common.
+		_, more := compileCheck(f)
+		if problems = dedupe(append(problems, more...)); len(problems) > 0 {
+			fmt.Fprintf(env.stderr, "environment %s:\n", name)
+			reportProblems(env.stderr, *file, problems)
+			broken = true
+			continue
 		}
 		flat[i] = flatten(f.Config)
 		shown[i] = map[string]string{}
 		for _, fl := range flatten(config.Redacted(f.Config)) {
 			shown[i][fl.path] = fl.value
 		}
+	}
+	if broken {
+		return errReported
 	}
 	a, b := toMap(flat[0]), toMap(flat[1])
 	var paths []string

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestDiffOnlyThresholds(t *testing.T) {
@@ -154,5 +156,66 @@ func TestDiffWithTheDocumentedStandIns(t *testing.T) {
 	code, stdout, stderr := run(t, vars, "diff", "--config", "../../examples/openverse.yaml", "staging", "production")
 	if code != 0 || !strings.Contains(stdout, "identical") {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+}
+
+// TestDiffReportsEveryProblemOfEachEnvironment: diff is CI's parity gate,
+// so a file an environment cannot serve fails it, with every problem of
+// each environment printed as validate prints it, and nothing compared.
+func TestDiffReportsEveryProblemOfEachEnvironment(t *testing.T) {
+	const envs = "environments:\n  staging: {rules: [{name: a, limits: [10/1m]}]}\n  production: {}\n"
+	for _, tc := range []struct {
+		name, yaml string
+		broken     []string // the environments with problems
+	}{
+		{
+			name:   "a condition neither compiles",
+			yaml:   base + "rules:\n  - {name: a, limits: [10/1m], when: request.nope == 1}\n" + envs,
+			broken: []string{"staging", "production"},
+		},
+		{
+			name:   "a message neither compiles",
+			yaml:   base + "rules:\n  - {name: a, limits: [10/1m], message: {en: 'wait {seconds}'}}\n" + envs,
+			broken: []string{"staging", "production"},
+		},
+		{
+			name:   "several problems",
+			yaml:   base + "mode: bad\nrules:\n  - {name: a, limits: [10/1m], when: request.nope == 1, message: '{x}'}\n" + envs,
+			broken: []string{"staging", "production"},
+		},
+		{
+			name: "one environment's condition",
+			yaml: base + "rules:\n  - {name: a, limits: [10/1m]}\n" +
+				"environments:\n  staging: {}\n  production: {rules: [{name: a, when: request.nope == 1}]}\n",
+			broken: []string{"production"},
+		},
+		{
+			name: "one environment's trusted proxy",
+			yaml: base + "rules:\n  - {name: a, limits: [10/1m]}\n" +
+				"environments:\n  staging: {client_ip: {trusted_proxies: [10.0.0.1/8]}}\n  production: {}\n",
+			broken: []string{"staging"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeConfig(t, tc.yaml)
+			code, stdout, stderr := run(t, nil, "diff", "--config", file, "staging", "production")
+			var want strings.Builder
+			for _, env := range tc.broken {
+				vcode, _, vstderr := run(t, nil, "validate", "--config", file, "--env", env)
+				if vcode != 1 {
+					t.Fatalf("validate --env %s: exit %d, want 1", env, vcode)
+				}
+				want.WriteString("environment " + env + ":\n" + vstderr)
+			}
+			if code != 1 {
+				t.Errorf("exit %d, want 1 as validate's", code)
+			}
+			if stdout != "" {
+				t.Errorf("diff compared environments with problems:\n%s", stdout)
+			}
+			if diff := cmp.Diff(stderr, want.String()); diff != "" {
+				t.Errorf("diff's stderr, against validate's for each environment (-got +want):\n%s", diff)
+			}
+		})
 	}
 }
