@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/textproto"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/ratelimit"
 )
 
 func init() {
@@ -78,7 +81,7 @@ func runDiff(_ context.Context, env environ, args []string) error {
 	for _, p := range paths {
 		va, inA := a[p]
 		vb, inB := b[p]
-		if inA && inB && va == vb {
+		if inA && inB && sameValue(p, va, vb) {
 			continue
 		}
 		kind := ""
@@ -166,4 +169,88 @@ func join(path, name string) string {
 		return name
 	}
 	return path + "." + name
+}
+
+// sameValue reports whether a and b, the values of the field at path in
+// the two environments, mean the same: the same text, or the same value
+// written another way where the field has a meaning that the loader
+// reads past the text (see meanings). serve would run both alike, so the
+// parity check does not count them as a difference.
+func sameValue(path, a, b string) bool {
+	if a == b {
+		return true
+	}
+	for _, m := range meanings {
+		if m.path.MatchString(path) {
+			ca, errA := m.canon(a)
+			cb, errB := m.canon(b)
+			return errA == nil && errB == nil && ca == cb
+		}
+	}
+	return false
+}
+
+// Field paths as flatten writes them: a rule or route by its name, an
+// upstream, plan or route group by its key.
+const (
+	ruleAt  = `rules\[[^\]]+\]`
+	routeAt = `routes\[[^\]]+\]`
+	keyAt   = `[^.\[]+`
+)
+
+// meanings are the fields whose values are read for what they mean,
+// each with what it means, written one way: durations (120s, 2m),
+// Retry-After (60, 60s, 1m), limits (100/5m, 100/300s), header names
+// and methods in any case, keys and costs naming a header, route group
+// prefixes (compared without regard to case, a trailing slash or none),
+// origins, and trusted proxies (192.0.2.1, 192.0.2.1/32).
+var meanings = []struct {
+	path  *regexp.Regexp
+	canon func(string) (string, error)
+}{
+	{regexp.MustCompile(`^(server\.(read_header_timeout|idle_timeout|shutdown_grace|body_read_timeout|write_idle_timeout)|reload\.settle|store\.timeout|sessions\.max_age|sessions\.per_ip\.window|(upstreams\.` + keyAt + `|` + routeAt + `)\.timeouts\.(connect|response_header|total))$`),
+		func(s string) (string, error) { return durationText(time.ParseDuration(strings.TrimSpace(s))) }},
+	{regexp.MustCompile(`^(` + ruleAt + `|` + routeAt + `)\.retry_after$`),
+		func(s string) (string, error) { return durationText(config.ParseRetryAfter(s)) }},
+	{regexp.MustCompile(`^` + ruleAt + `\.ban$`),
+		func(s string) (string, error) { return durationText(config.ParseBan(s)) }},
+	{regexp.MustCompile(`^(` + ruleAt + `\.(limits|candidates)|api_clients\.plans\.` + keyAt + `)\[\d+\]$`), limitText},
+	{regexp.MustCompile(`^` + ruleAt + `\.key\[\d+\]$`), func(s string) (string, error) {
+		k, err := config.ParseKey(s)
+		return k.String(), err
+	}},
+	{regexp.MustCompile(`^` + ruleAt + `\.cost$`), func(s string) (string, error) {
+		kind, header, err := config.ParseCost(s)
+		return kind + ":" + header, err
+	}},
+	{regexp.MustCompile(`^(responses\.cors\.expose_headers\[\d+\]|upstreams\.` + keyAt + `\.auth\.header_name|client_ip\.header)$`),
+		func(s string) (string, error) { return textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(s)), nil }},
+	{regexp.MustCompile(`^` + routeAt + `\.methods\[\d+\]$`),
+		func(s string) (string, error) { return strings.ToUpper(s), nil }},
+	{regexp.MustCompile(`^route_groups\.` + keyAt + `\.prefix$`), func(s string) (string, error) {
+		segs, err := config.ParsePrefix(s)
+		return strings.ToLower(strings.Join(segs, "/")), err
+	}},
+	{regexp.MustCompile(`^responses\.cors\.allow_origin$`),
+		func(s string) (string, error) { return strings.ToLower(strings.TrimSuffix(s, "/")), nil }},
+	{regexp.MustCompile(`^client_ip\.trusted_proxies\[\d+\]$`), func(s string) (string, error) {
+		p, err := config.ParseTrustedProxy(s)
+		return p.String(), err
+	}},
+}
+
+func durationText(d time.Duration, err error) (string, error) { return d.String(), err }
+
+// limitText writes an N/WINDOW limit one way: 100/300s is 100/5m.
+func limitText(s string) (string, error) {
+	count, window, ok := strings.Cut(s, "/")
+	if !ok {
+		return "", fmt.Errorf("limit %q is not N/WINDOW", s)
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
+	if err != nil {
+		return "", err
+	}
+	w, err := ratelimit.ParseWindow(window)
+	return strconv.FormatInt(n, 10) + "/" + ratelimit.FormatWindow(w), err
 }

@@ -219,3 +219,75 @@ func TestDiffReportsEveryProblemOfEachEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffComparesMeaning: a value written another way in one
+// environment is no difference when floodgate reads it alike (a duration,
+// a limit, a header name in another case); a value that means something
+// else is one, named in the output.
+func TestDiffComparesMeaning(t *testing.T) {
+	const file = `upstreams:
+  api:
+    url: "http://127.0.0.1:22081"
+    timeouts: {connect: 5s}
+    auth: {type: header, header_name: X-Upstream-Key, header_value: aaaaaaaaaaaaaaaa}
+server: {idle_timeout: 120s, read_header_timeout: 10s}
+client_ip: {trusted_proxies: [192.0.2.1, 10.0.0.0/8]}
+responses: {cors: {allow_origin: "https://app.example.org", expose_headers: [Retry-After]}}
+routes:
+  - {name: api, path: /api/, methods: [GET], upstream: api, retry_after: 10s, group: api}
+route_groups: {api: {prefix: /api/}}
+rules:
+  - name: a
+    limits: [10/1m, 100/1h]
+    retry_after: 60s
+    ban: 10m
+    cost: header:x-cost
+    key: [ip, "header:x-api-key", "expr:request.method + 'A'"]
+environments:
+  production: {}
+  staging:
+`
+	for _, tc := range []struct {
+		name, staging string
+		differs       string // the fields named, "" for none
+		thresholds    bool   // the only differences are thresholds
+	}{
+		{name: "durations", staging: "    server: {idle_timeout: 2m, read_header_timeout: 10000ms}\n    upstreams: {api: {timeouts: {connect: 5000ms}}}\n"},
+		{name: "retry_after and ban", staging: "    rules: [{name: a, retry_after: 1m, ban: 600s}]\n    routes: [{name: api, retry_after: \"10\"}]\n"},
+		{name: "a header key in another case", staging: "    rules: [{name: a, key: [ip, \"header:X-Api-Key\", \"expr:request.method + 'A'\"]}]\n"},
+		{name: "a cost header in another case", staging: "    rules: [{name: a, cost: \"header:X-COST\"}]\n"},
+		{name: "header names in another case", staging: "    responses: {cors: {expose_headers: [retry-after]}}\n    upstreams: {api: {auth: {header_name: x-upstream-key}}}\n"},
+		{name: "a method in lower case", staging: "    routes: [{name: api, methods: [get]}]\n"},
+		{name: "a route group's prefix", staging: "    route_groups: {api: {prefix: /API}}\n"},
+		{name: "an origin's case", staging: "    responses: {cors: {allow_origin: \"https://App.Example.org\"}}\n"},
+		{name: "a trusted address as a prefix", staging: "    client_ip: {trusted_proxies: [192.0.2.1/32, 10.0.0.0/8]}\n"},
+		{name: "limits written another way", staging: "    rules: [{name: a, limits: [10/60s, 100/60m]}]\n"},
+
+		{name: "another duration", staging: "    server: {idle_timeout: 121s}\n", differs: "server.idle_timeout"},
+		{name: "another retry_after", staging: "    rules: [{name: a, retry_after: 61s}]\n", differs: "rules[a].retry_after"},
+		{name: "another header key", staging: "    rules: [{name: a, key: [ip, \"header:X-Api-Token\", \"expr:request.method + 'A'\"]}]\n", differs: "rules[a].key[1]"},
+		{name: "an expression in another case", staging: "    rules: [{name: a, key: [ip, \"header:x-api-key\", \"expr:request.method + 'a'\"]}]\n", differs: "rules[a].key[2]"},
+		{name: "the keys in another order", staging: "    rules: [{name: a, key: [\"header:x-api-key\", ip, \"expr:request.method + 'A'\"]}]\n", differs: "rules[a].key[0], rules[a].key[1]"},
+		{name: "a trusted prefix of another length", staging: "    client_ip: {trusted_proxies: [192.0.2.1, 10.0.0.0/9]}\n", differs: "client_ip.trusted_proxies[1]"},
+		{name: "another limit", staging: "    rules: [{name: a, limits: [10/2m, 100/1h]}]\n", thresholds: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf := writeConfig(t, file+tc.staging)
+			code, stdout, stderr := run(t, nil, "diff", "--config", conf, "staging", "production")
+			switch {
+			case tc.differs != "":
+				if want := "differ in more than thresholds: " + tc.differs + "\n"; code != 1 || !strings.HasSuffix(stdout, want) {
+					t.Errorf("exit %d, want 1 and %q:\n%s%s", code, want, stdout, stderr)
+				}
+			case tc.thresholds:
+				if code != 0 || !strings.Contains(stdout, "differ only in thresholds (1)") {
+					t.Errorf("exit %d, want 0 and one threshold:\n%s%s", code, stdout, stderr)
+				}
+			default:
+				if code != 0 || stdout != "staging and production are identical\n" {
+					t.Errorf("exit %d, want 0 and identical:\n%s%s", code, stdout, stderr)
+				}
+			}
+		})
+	}
+}
