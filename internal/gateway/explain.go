@@ -39,7 +39,13 @@ type ExplainedRule struct {
 	KeyType string   `json:"key_type,omitempty"`
 	KeyHash string   `json:"key_hash,omitempty"`
 	Limits  []string `json:"limits,omitempty"`
-	// Remaining is how many more requests the counter admits now.
+	// MaxInflight and MaxInflightPerKey are the rule's concurrency caps:
+	// requests in flight at once, all keys together and per key; 0 for
+	// none.
+	MaxInflight       int64 `json:"max_inflight,omitempty"`
+	MaxInflightPerKey int64 `json:"max_inflight_per_key,omitempty"`
+	// Remaining is how many more requests the counter admits now; absent
+	// for a rule without limits (a cap only), which has no counter.
 	Remaining *int64 `json:"remaining,omitempty"`
 	// RetryAfter is the Retry-After, in seconds, of the rule's refusal
 	// (blocked or would_block by its limits or ban), as the 429 and the
@@ -104,7 +110,8 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 
 	ex.Verdict = "forward to upstream " + route.Upstream.Name
 	for _, s := range g.gw.engine.Explain(ctx, req) {
-		er := ExplainedRule{Name: s.Rule.Name, Action: s.Rule.Action.String(), Reached: s.Reached, Matched: s.Matched}
+		er := ExplainedRule{Name: s.Rule.Name, Action: s.Rule.Action.String(), Reached: s.Reached, Matched: s.Matched,
+			MaxInflight: s.Rule.MaxInflight, MaxInflightPerKey: s.Rule.MaxInflightPerKey}
 		for _, l := range s.Rule.Limits {
 			er.Limits = append(er.Limits, l.String())
 		}
@@ -120,7 +127,7 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 			er.Decision = "no match"
 		default:
 			er.Decision = s.Outcome.String()
-			if s.Key != nil {
+			if s.Key != nil && len(s.Rule.Limits) > 0 {
 				rem := s.State.Remaining
 				er.Remaining = &rem
 			}
@@ -163,6 +170,12 @@ func (ex Explanation) WriteText(w io.Writer) {
 		}
 		if len(r.Limits) > 0 {
 			extra = append(extra, "limit "+strings.Join(r.Limits, " + "))
+		}
+		if r.MaxInflight > 0 {
+			extra = append(extra, fmt.Sprintf("in flight at most %d", r.MaxInflight))
+		}
+		if r.MaxInflightPerKey > 0 {
+			extra = append(extra, fmt.Sprintf("in flight at most %d per key", r.MaxInflightPerKey))
 		}
 		if r.Remaining != nil {
 			extra = append(extra, fmt.Sprintf("remaining %d", *r.Remaining))
