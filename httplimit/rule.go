@@ -37,9 +37,10 @@ type RuleSpec struct {
 	// computed.
 	RetryAfter time.Duration
 	// Message, if not empty, replaces the answers' detail text: a text per
-	// language tag ("en", "es"), the empty tag meaning the default
-	// language. Placeholders: {rule}, {limit}, {retry_after} (seconds),
-	// {retry_after_human}; see docs/answers.md.
+	// language tag (any BCP 47 tag: "en", "es", "pt-BR"), the empty tag
+	// meaning the default language. Placeholders: {rule}, {limit},
+	// {retry_after} (seconds), {retry_after_human} (in English and Spanish
+	// texts only); see docs/answers.md.
 	Message map[string]string
 	// OnStoreError is the rule's failure policy. Default (0) the
 	// Limiter's Options.OnStoreError.

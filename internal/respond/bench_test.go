@@ -40,13 +40,21 @@ func TestWriteAllocs(t *testing.T) {
 		Name: "rate-limit-ip", Limit: "1500/5m",
 		Policies: []Policy{{Name: "rate-limit-ip", Quota: 1500, Window: 5 * time.Minute}},
 	})
-	for f := range numFormats {
-		r := benchRequest(formatAccept[f])
-		rw := newDiscard()
-		a := Answer{Kind: RateLimited, Rule: rule, RetryAfter: 42 * time.Second}
-		w.Write(rw, r, a) // build the template
-		if n := testing.AllocsPerRun(1000, func() { w.Write(rw, r, a) }); n > 2 {
-			t.Errorf("Write (%s) allocs = %v, want at most 2", formatNames[f], n)
+	// A message in languages the catalog lacks is chosen as cheaply.
+	languages := mustRule(t, RuleSpec{
+		Name: "rate-limit-ip", Limit: "1500/5m",
+		Message:  mustMessage(t, map[string]string{"en": "x", "pt-BR": "x", "zh-Hant": "x", "es-MX": "x"}),
+		Policies: []Policy{{Name: "rate-limit-ip", Quota: 1500, Window: 5 * time.Minute}},
+	})
+	for _, rule := range []*Rule{rule, languages} {
+		for f := range numFormats {
+			r := benchRequest(formatAccept[f])
+			rw := newDiscard()
+			a := Answer{Kind: RateLimited, Rule: rule, RetryAfter: 42 * time.Second}
+			w.Write(rw, r, a) // build the template
+			if n := testing.AllocsPerRun(1000, func() { w.Write(rw, r, a) }); n > 2 {
+				t.Errorf("Write (%s, message %v) allocs = %v, want at most 2", formatNames[f], rule.msg.Languages(), n)
+			}
 		}
 	}
 }

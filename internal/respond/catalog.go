@@ -11,6 +11,13 @@ const (
 	numLangs
 )
 
+// noLang is no catalog language: that of a message's text in another
+// language ("pt-BR").
+const noLang = numLangs
+
+// allLangs is the bit set of every catalog language.
+const allLangs = 1<<numLangs - 1
+
 // catalog is the text of every answer in one language. Details are
 // templates (see CompileMessage) that may use {retry_after} and
 // {retry_after_human}.

@@ -94,9 +94,12 @@
 //
 // # Language
 //
-// The language is chosen from Accept-Language (RFC 4647 lookup) among the
-// catalog's languages, English ("en") and Spanish ("es"), or, when the
-// rule has a message, among the languages the message is written in:
+// floodgate's own words (titles, details, the retry sentence, the page's
+// small print) come from the catalog, in English ("en") and Spanish
+// ("es"); a rule's message may be written in any BCP 47 language. Both
+// are chosen from Accept-Language (RFC 4647 ranges, matched by prefix).
+//
+// Without a message, among the catalog's languages:
 //
 //   - A range selects a language when it is that language ("es") or
 //     begins with it ("es-MX"); "*" selects all. Each language takes the
@@ -104,15 +107,36 @@
 //   - The highest q wins; on a tie, a language named outright beats one
 //     matched only by "*", then the one listed first, then the default.
 //   - Nothing acceptable, no field, or a malformed field gives the
-//     default language (Options.DefaultLanguage, default "en"), or, if a
-//     message is not written in it, the message's first language.
+//     default language (Options.DefaultLanguage, default "en").
 //
-// Content-Language and the HTML lang attribute name the chosen language,
-// and {retry_after_human} is written in it ("5 minutes", "5 minutos").
+// With a message, its text first, among the languages it is written in
+// (the untagged text being the default language's, unless a text is
+// tagged with it):
+//
+//   - A range selects a text when it is the text's tag ("pt-BR"), begins
+//     with it ("en-US" for "en") or is the beginning of it ("pt" for
+//     "pt-BR"), case aside, in that order of specificity; "*" selects
+//     all. Each text takes the q-value of its most specific range.
+//   - The highest q wins; on a tie, a text named outright beats one
+//     matched only by "*", then the range listed first, then the more
+//     specific match, then the default language's text, then the first
+//     by tag.
+//   - Nothing acceptable: the text the default language selects as a
+//     range, else the untagged text, else the first by tag.
+//
+// The catalog's words are then in the catalog language of the text's
+// language ("en" for "en-GB"), or, for one the catalog lacks ("pt-BR"),
+// in the catalog language chosen as without a message.
+//
+// Content-Language names the detail's language, then the catalog
+// language when it is another ("pt-BR, en"); the HTML lang attribute
+// names the catalog language and the alert paragraph the detail's.
+// {retry_after_human} is written in the catalog language ("5 minutes",
+// "5 minutos"), so only a text in one of its languages may use it.
 //
 // # Messages
 //
-// A rule's message is a text per language, with placeholders {rule},
+// A rule's message is a text per language, at most 32, with placeholders {rule},
 // {limit}, {retry_after} (seconds) and {retry_after_human}; "{{" and "}}"
 // are literal braces. Unknown placeholders are an error at load time.
 // Substituted values and the message itself are escaped for each format:

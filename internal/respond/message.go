@@ -45,58 +45,153 @@ type part struct {
 // problem's "detail" member, the HTML page's alert paragraph and the
 // plain-text body. A Message is immutable and safe for concurrent use.
 type Message struct {
-	byLang [numLangs][]part
-	has    uint8  // bit l set when byLang[l] was given
+	// texts are the tagged texts, sorted by tag.
+	texts  []text
 	any    []part // the "" entry: the text for the default language
 	hasAny bool
 }
 
+// A text is a message's text in one language.
+type text struct {
+	// tag is the language tag, in the conventional case ("pt-BR").
+	tag   string
+	parts []part
+	// cat is the catalog language of the same primary language ("en"
+	// for "en-US"), or noLang.
+	cat lang
+	// contentLanguage is the Content-Language of an answer with this
+	// text whose titles are in catalog language l: the tag, then l's
+	// when l is another language ("pt-BR, en").
+	contentLanguage [numLangs][]string
+}
+
+// maxMessageLanguages bounds the languages of one message, so that
+// choosing among them stays cheap during a flood.
+const maxMessageLanguages = 32
+
 // CompileMessage compiles a rule's message: a map from language tag to
-// text. The tags are those of Languages ("en", "es"); the empty tag holds
-// a text in the Writer's default language (the configuration's
-// single-string form). A text may use the placeholders {rule}, {limit},
-// {retry_after} (seconds) and {retry_after_human} (such as "5 minutes",
-// in the answer's language); "{{" and "}}" stand for literal braces.
+// text. A tag is any BCP 47 language tag ("en", "es", "pt-BR",
+// "zh-Hant"), in any case; the empty tag holds a text in the Writer's
+// default language (the configuration's single-string form). The
+// catalog's own texts (titles, the retry sentence) stay in its languages,
+// Languages; see the package documentation for how an answer's language
+// is chosen. A text may use the placeholders {rule}, {limit},
+// {retry_after} (seconds) and {retry_after_human} (such as "5 minutes"),
+// the last only in a catalog language, which it is written in; "{{" and
+// "}}" stand for literal braces.
 //
 // An empty or nil map compiles to a nil *Message: the catalog's text. The
-// error lists every problem found, each a *MessageError of its own (one
-// line): unknown tags and placeholders, unbalanced braces, empty or
-// oversized texts, invalid UTF-8 and control characters other than tab
-// and newline.
+// error lists every problem found, one line each, each about one text a
+// *MessageError: malformed or repeated tags, unknown placeholders,
+// unbalanced braces, empty or oversized texts, invalid UTF-8 and control
+// characters other than tab and newline; and more than 32 languages.
 func CompileMessage(texts map[string]string) (*Message, error) {
 	if len(texts) == 0 {
 		return nil, nil
 	}
 	var errs []error
+	tagged := len(texts)
+	if _, ok := texts[""]; ok {
+		tagged--
+	}
+	if tagged > maxMessageLanguages {
+		errs = append(errs, fmt.Errorf("%d languages, more than the %d a message may have", tagged, maxMessageLanguages))
+	}
 	m := new(Message)
+	seen := map[string]string{} // lower-case tag → tag as given
 	for _, tag := range slices.Sorted(maps.Keys(texts)) {
+		bad := func(err error) { errs = append(errs, &MessageError{Tag: tag, Err: err}) }
 		parts, err := parseMessage(texts[tag])
 		for _, e := range leaves(err) {
-			errs = append(errs, &MessageError{Tag: tag, Err: e})
+			bad(e)
 		}
 		if tag == "" {
 			m.any, m.hasAny = parts, true
 			continue
 		}
-		l, ok := langByTag(tag)
-		if !ok {
-			errs = append(errs, &MessageError{Tag: tag, Err: fmt.Errorf("unsupported language %q (supported: %s, or no tag for the default language)", tag, strings.Join(Languages(), ", "))})
+		if !isLanguageTag(tag) {
+			bad(fmt.Errorf("%q is not a language tag such as en, es or pt-BR", tag))
 			continue
 		}
-		m.byLang[l] = parts
-		m.has |= 1 << l
+		if other, dup := seen[strings.ToLower(tag)]; dup {
+			bad(fmt.Errorf("%q is the language of %q too", tag, other))
+			continue
+		}
+		seen[strings.ToLower(tag)] = tag
+		t := text{tag: canonicalTag(tag), parts: parts, cat: catalogOf(tag)}
+		if t.cat == noLang && partsUse(parts, phRetryHuman) {
+			bad(fmt.Errorf("{retry_after_human} is written in %s only, the answers' own languages: use {retry_after} (seconds) in a %s text", strings.Join(Languages(), " or "), t.tag))
+		}
+		for l := range lang(numLangs) {
+			cl := t.tag
+			if t.cat != l {
+				cl += ", " + catalogs[l].tag
+			}
+			t.contentLanguage[l] = []string{cl}
+		}
+		m.texts = append(m.texts, t)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	slices.SortFunc(m.texts, func(a, b text) int { return strings.Compare(a.tag, b.tag) })
 	return m, nil
+}
+
+// isLanguageTag checks the form of a message's language tag: a primary
+// language of 2 or 3 letters, then subtags of 1 to 8 letters and digits
+// ("en", "pt-BR", "zh-Hant-TW", "es-419").
+func isLanguageTag(tag string) bool {
+	primary, rest, more := cut(tag, '-')
+	if len(primary) < 2 || len(primary) > 3 || !isAlnum8(primary, true) {
+		return false
+	}
+	return !more || isLanguageRange(primary, rest, true)
+}
+
+// canonicalTag writes tag in the case BCP 47 recommends (RFC 5646
+// §2.1.1): the language in lower case, a script in title case ("Hant"),
+// a region in upper case ("BR"), the rest, and everything after a
+// one-letter subtag, in lower case.
+func canonicalTag(tag string) string {
+	b := []byte(strings.ToLower(tag))
+	singleton := false
+	for i, sub := 0, 0; i <= len(b); i++ {
+		if i < len(b) && b[i] != '-' {
+			continue
+		}
+		n := i - sub
+		switch {
+		case sub == 0 || singleton:
+		case n == 1:
+			singleton = true
+		case n == 2 && isAlnum8(string(b[sub:i]), true):
+			b[sub], b[sub+1] = b[sub]-('a'-'A'), b[sub+1]-('a'-'A')
+		case n == 4 && isAlnum8(string(b[sub:i]), true):
+			b[sub] -= 'a' - 'A'
+		}
+		sub = i + 1
+	}
+	return string(b)
+}
+
+// catalogOf returns the catalog language of tag's primary language, or
+// noLang.
+func catalogOf(tag string) lang {
+	primary, _, _ := cut(tag, '-')
+	for l := range lang(numLangs) {
+		if equalFold(primary, catalogs[l].tag) {
+			return l
+		}
+	}
+	return noLang
 }
 
 // A MessageError is one problem with one of a message's texts, so that
 // a caller can say where it is (a configuration names the text's field).
 type MessageError struct {
-	// Tag is the text's language tag as given; "" for the text of the
-	// default language.
+	// Tag is the text's language tag as given (the key of
+	// CompileMessage's map); "" for the text of the default language.
 	Tag string
 	// Err is the problem, one line.
 	Err error
@@ -130,8 +225,8 @@ func leaves(err error) []error {
 	return out
 }
 
-// Languages returns the tags the message was given for, sorted; "" stands
-// for the default language.
+// Languages returns the tags the message was given for, sorted, in the
+// conventional case ("pt-BR"); "" stands for the default language.
 func (m *Message) Languages() []string {
 	if m == nil {
 		return nil
@@ -140,10 +235,8 @@ func (m *Message) Languages() []string {
 	if m.hasAny {
 		tags = append(tags, "")
 	}
-	for l := range lang(numLangs) {
-		if m.has&(1<<l) != 0 {
-			tags = append(tags, catalogs[l].tag)
-		}
+	for _, t := range m.texts {
+		tags = append(tags, t.tag)
 	}
 	return tags
 }
@@ -153,34 +246,43 @@ func (m *Message) uses(ph placeholder) bool {
 	if m == nil {
 		return false
 	}
-	for _, t := range m.byLang {
-		if partsUse(t, ph) {
+	for _, t := range m.texts {
+		if partsUse(t.parts, ph) {
 			return true
 		}
 	}
 	return partsUse(m.any, ph)
 }
 
-// text returns the message's parts for language l: its own, else the
-// default-language text.
-func (m *Message) text(l lang) []part {
-	if m.has&(1<<l) != 0 {
-		return m.byLang[l]
+// slots is the number of texts an answer may be given with: the
+// untagged text or the catalog's detail (slot 0), then each tagged text.
+func (m *Message) slots() int {
+	if m == nil {
+		return 1
 	}
-	return m.any
+	return 1 + len(m.texts)
 }
 
-// offered returns the bit set of languages an answer with this message
-// can be given in.
-func (m *Message) offered(def lang) uint8 {
-	if m == nil {
-		return 1<<numLangs - 1
+// text returns the parts of slot s (see slots) and the tag of its
+// language, "" when it is the catalog's language; nil parts for the
+// catalog's detail.
+func (m *Message) text(s int) ([]part, string) {
+	switch {
+	case m == nil:
+		return nil, ""
+	case s == 0:
+		return m.any, ""
 	}
-	o := m.has
-	if m.hasAny {
-		o |= 1 << def
+	return m.texts[s-1].parts, m.texts[s-1].tag
+}
+
+// contentLanguage returns the Content-Language of an answer with slot s
+// and catalog language l.
+func (m *Message) contentLanguage(s int, l lang) []string {
+	if m == nil || s == 0 {
+		return valLangs[l]
 	}
-	return o
+	return m.texts[s-1].contentLanguage[l]
 }
 
 func partsUse(parts []part, ph placeholder) bool {

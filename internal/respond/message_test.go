@@ -1,7 +1,10 @@
 package respond
 
 import (
+	"fmt"
 	"html"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,6 +42,18 @@ func TestCompileMessage(t *testing.T) {
 			},
 		},
 		{
+			name:  "any language, in the conventional case",
+			texts: map[string]string{"pt-br": "Devagar.", "ZH-HANT-tw": "慢一點。", "es-419": "Despacio.", "": "Slow down."},
+			langs: []string{"", "es-419", "pt-BR", "zh-Hant-TW"},
+			parts: map[string][]part{"pt-BR": {{lit: "Devagar."}}, "zh-Hant-TW": {{lit: "慢一點。"}}, "": {{lit: "Slow down."}}},
+		},
+		{
+			name:  "a wait in words in a catalog language's variant",
+			texts: map[string]string{"en-GB": "Wait {retry_after_human}.", "pt-BR": "Aguarde {retry_after} segundos."},
+			langs: []string{"en-GB", "pt-BR"},
+		},
+		{name: "as many languages as allowed", texts: manyLanguages(32), langs: slices.Sorted(maps.Keys(manyLanguages(32)))},
+		{
 			name:  "newline and tab allowed",
 			texts: map[string]string{"en": "a\n\tb"},
 			langs: []string{"en"},
@@ -61,8 +76,10 @@ func TestCompileMessage(t *testing.T) {
 			}
 			for tag, want := range tt.parts {
 				got := m.any
-				if l, ok := langByTag(tag); ok {
-					got = m.byLang[l]
+				for _, t := range m.texts {
+					if t.tag == tag {
+						got = t.parts
+					}
 				}
 				if diff := cmp.Diff(got, want, cmp.AllowUnexported(part{})); diff != "" {
 					t.Errorf("parts[%q] (-got +want):\n%s", tag, diff)
@@ -70,6 +87,34 @@ func TestCompileMessage(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCanonicalTag(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"en", "en"},
+		{"EN", "en"},
+		{"pt-br", "pt-BR"},
+		{"zh-hant-tw", "zh-Hant-TW"},
+		{"ES-419", "es-419"},
+		{"sr-LATN-rs", "sr-Latn-RS"},
+		{"de-CH-1996", "de-CH-1996"},
+		{"en-a-bb-CC", "en-a-bb-cc"},
+		{"en-x-Hant-US", "en-x-hant-us"},
+		{"sgn-BE-FR", "sgn-BE-FR"},
+	} {
+		if got := canonicalTag(tc.in); got != tc.want {
+			t.Errorf("canonicalTag(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// manyLanguages returns a message in n languages: aa-x0, aa-x1, …
+func manyLanguages(n int) map[string]string {
+	m := map[string]string{}
+	for i := range n {
+		m[fmt.Sprintf("aa-x%d", i)] = "x"
+	}
+	return m
 }
 
 func TestCompileMessageErrors(t *testing.T) {
@@ -83,8 +128,16 @@ func TestCompileMessageErrors(t *testing.T) {
 		{name: "unclosed", texts: map[string]string{"en": "see {rule"}, want: []string{"unclosed '{' at byte 4"}},
 		{name: "nested", texts: map[string]string{"en": "{a{rule}"}, want: []string{"unclosed '{' at byte 0"}},
 		{name: "unmatched close", texts: map[string]string{"": "a } b"}, want: []string{"message: unmatched '}' at byte 2"}},
-		{name: "unsupported language", texts: map[string]string{"fr": "x"}, want: []string{`unsupported language "fr"`}},
-		{name: "region tag", texts: map[string]string{"es-MX": "x"}, want: []string{`unsupported language "es-MX"`}},
+		{name: "not a tag", texts: map[string]string{"english": "x"}, want: []string{`message[english]: "english" is not a language tag such as en, es or pt-BR`}},
+		{name: "one letter", texts: map[string]string{"e": "x"}, want: []string{`"e" is not a language tag`}},
+		{name: "underscore", texts: map[string]string{"en_US": "x"}, want: []string{`"en_US" is not a language tag`}},
+		{name: "empty subtag", texts: map[string]string{"en-": "x"}, want: []string{`"en-" is not a language tag`}},
+		{name: "subtag too long", texts: map[string]string{"en-abcdefghi": "x"}, want: []string{`"en-abcdefghi" is not a language tag`}},
+		{name: "digit primary", texts: map[string]string{"e1": "x"}, want: []string{`"e1" is not a language tag`}},
+		{name: "non-ASCII", texts: map[string]string{"és": "x"}, want: []string{`"és" is not a language tag`}},
+		{name: "one language twice", texts: map[string]string{"pt-BR": "x", "pt-br": "y"}, want: []string{`message[pt-br]: "pt-br" is the language of "pt-BR" too`}},
+		{name: "human wait in a language without catalog", texts: map[string]string{"pt-BR": "Tente em {retry_after_human}."}, want: []string{"message[pt-BR]: {retry_after_human} is written in en or es only, the answers' own languages: use {retry_after} (seconds) in a pt-BR text"}},
+		{name: "too many languages", texts: manyLanguages(33), want: []string{"33 languages, more than the 32 a message may have"}},
 		{name: "empty text", texts: map[string]string{"en": " \n"}, want: []string{"empty text"}},
 		{name: "control character", texts: map[string]string{"en": "a\x1b[31mb"}, want: []string{"control character U+001B at byte 1"}},
 		{name: "line separator", texts: map[string]string{"en": "a\u2028b"}, want: []string{"control character U+2028"}},
@@ -92,8 +145,8 @@ func TestCompileMessageErrors(t *testing.T) {
 		{name: "too long", texts: map[string]string{"en": strings.Repeat("x", maxMessageBytes+1)}, want: []string{"more than the 4096 allowed"}},
 		{
 			name:  "every problem at once",
-			texts: map[string]string{"en": "{foo} and {bar}", "es": "}", "de": "x"},
-			want:  []string{"{foo}", "{bar}", "message[es]: unmatched", `"de"`},
+			texts: map[string]string{"en": "{foo} and {bar}", "es": "}", "d": "x"},
+			want:  []string{"{foo}", "{bar}", "message[es]: unmatched", `"d"`},
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,7 +299,7 @@ func FuzzCompileMessage(f *testing.F) {
 		plain, _ := CompileMessage(map[string]string{"en": "x"})
 		base, _ := NewRule(RuleSpec{Name: "x", Message: plain})
 		render := func(r *Rule, f format) string {
-			return string(buildTemplate(RateLimited, langEN, f, r).render(nil, langEN, 5, `"x"`))
+			return string(buildTemplate(RateLimited, 1, langEN, f, r).render(nil, langEN, 5, `"x"`))
 		}
 		// The only markup is the page's own and the links made from URLs.
 		body := render(r, formatHTML)

@@ -281,12 +281,13 @@ func negotiateFormat(accept []string) format {
 	return best
 }
 
-// Language-range specificity for one catalog language.
+// Language-range specificity for one language.
 const (
-	langSpecNone  = iota
-	langSpecAny   // *
-	langSpecTrunc // es-MX for es
-	langSpecExact // es for es
+	langSpecNone   = iota
+	langSpecAny    // *
+	langSpecPrefix // pt for pt-BR (a message's text): the range is broader
+	langSpecTrunc  // es-MX for es
+	langSpecExact  // es for es
 )
 
 type langScore struct {
@@ -405,6 +406,170 @@ func isAlnum8(s string, alphaOnly bool) bool {
 		case 'a' <= c && c <= 'z':
 		case !alphaOnly && '0' <= s[i] && s[i] <= '9':
 		default:
+			return false
+		}
+	}
+	return true
+}
+
+// choose picks what an answer with message m is written in, for an
+// Accept-Language field (all its lines): the message's text (a slot, see
+// Message.slots; 0, the catalog's detail, when m is nil) and the catalog
+// language of its titles and other words.
+//
+// The text is the one Accept-Language prefers (see negotiateText); when
+// none is acceptable, the one the default language def selects as a range
+// (its untagged text, "en", "en-US"), else the untagged text or the first
+// tag. Its titles are in the catalog language of the text's primary
+// language (English for "en-US"), else, for a language the catalog lacks
+// ("pt-BR"), the catalog language Accept-Language prefers, as without a
+// message.
+func (m *Message) choose(acceptLanguage []string, def lang) (slot int, l lang) {
+	if m == nil {
+		return 0, negotiateLanguage(acceptLanguage, allLangs, def)
+	}
+	slot, ok := m.negotiateText(acceptLanguage, def)
+	if !ok {
+		slot, ok = m.negotiateText(valLangs[def], def)
+	}
+	if !ok {
+		slot = 1
+		if m.hasAny {
+			slot = 0
+		}
+	}
+	switch {
+	case slot == 0:
+		return 0, def
+	case m.texts[slot-1].cat != noLang:
+		return slot, m.texts[slot-1].cat
+	}
+	return slot, negotiateLanguage(acceptLanguage, allLangs, def)
+}
+
+// negotiateText picks the slot of m's text that an Accept-Language field
+// prefers, as negotiateLanguage picks a catalog language, with these
+// differences. The untagged text is the default language def's, unless a
+// text is tagged with def's tag. A range selects a text when it is the
+// text's tag, begins with it ("en-US" for "en"), or the tag begins with
+// it ("pt" for "pt-BR"), in that order of specificity, case aside. On a
+// tie in q, a named text beats one matched only by "*", then the range
+// listed first, then the more specific match, then the default language's
+// text, then the first by tag. ok is false when none is acceptable.
+func (m *Message) negotiateText(acceptLanguage []string, def lang) (slot int, ok bool) {
+	n := m.slots()
+	defTag := catalogs[def].tag
+	untagged := m.hasAny
+	for _, t := range m.texts {
+		if foldEqual(t.tag, defTag) {
+			untagged = false // the tagged text says it
+		}
+	}
+	tagOf := func(s int) string {
+		if s == 0 {
+			return defTag
+		}
+		return m.texts[s-1].tag
+	}
+	var score [maxMessageLanguages + 1]langScore
+	set := func(s, spec, q, pos int) {
+		sc := &score[s]
+		if spec > sc.spec || (spec == sc.spec && q > sc.q) {
+			*sc = langScore{spec, q, pos}
+		}
+	}
+	sc := newListScanner(acceptLanguage)
+	for pos := 0; ; pos++ {
+		rng, q, valid, more := sc.next()
+		if !more {
+			break
+		}
+		if !valid {
+			continue
+		}
+		if rng != "*" {
+			if primary, rest, sub := cut(rng, '-'); !isLanguageRange(primary, rest, sub) {
+				continue
+			}
+		}
+		for s := range n {
+			if s == 0 && !untagged {
+				continue
+			}
+			if rng == "*" {
+				set(s, langSpecAny, q, pos)
+			} else if spec := matchTag(rng, tagOf(s)); spec != langSpecNone {
+				set(s, spec, q, pos)
+			}
+		}
+	}
+	inDef := func(s int) bool { return s == 0 || m.texts[s-1].cat == def }
+	best := -1
+	var bs langScore
+	for s := range n {
+		sc := score[s]
+		if sc.spec == langSpecNone || sc.q == 0 {
+			continue
+		}
+		better := best < 0
+		if !better {
+			switch {
+			case sc.q != bs.q:
+				better = sc.q > bs.q
+			case (sc.spec == langSpecAny) != (bs.spec == langSpecAny):
+				better = bs.spec == langSpecAny
+			case sc.pos != bs.pos:
+				better = sc.pos < bs.pos
+			case sc.spec != bs.spec:
+				better = sc.spec > bs.spec
+			default:
+				better = inDef(s) && !inDef(best)
+			}
+		}
+		if better {
+			best, bs = s, sc
+		}
+	}
+	return best, best >= 0
+}
+
+// matchTag returns how specifically language range rng selects tag:
+// exactly, as a truncation of it ("en-US" for "en") or as a prefix of it
+// ("pt" for "pt-BR"), all without regard to ASCII case; langSpecNone if
+// it does not.
+func matchTag(rng, tag string) int {
+	switch {
+	case len(rng) == len(tag):
+		if foldEqual(rng, tag) {
+			return langSpecExact
+		}
+	case len(rng) > len(tag):
+		if rng[len(tag)] == '-' && foldEqual(rng[:len(tag)], tag) {
+			return langSpecTrunc
+		}
+	default:
+		if tag[len(rng)] == '-' && foldEqual(tag[:len(rng)], rng) {
+			return langSpecPrefix
+		}
+	}
+	return langSpecNone
+}
+
+// foldEqual reports whether a and b are equal but for the case of ASCII
+// letters.
+func foldEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
 			return false
 		}
 	}

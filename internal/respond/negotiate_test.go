@@ -170,6 +170,14 @@ func TestNegotiateDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { negotiateLanguage(lang, all, langEN) }); n != 0 {
 		t.Errorf("negotiateLanguage allocs = %v, want 0", n)
 	}
+	m, err := CompileMessage(map[string]string{"": "x", "en-GB": "x", "pt-BR": "x", "zh-Hant": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := []string{"pt-PT, zh;q=0.9, *;q=0.1"}
+	if n := testing.AllocsPerRun(1000, func() { m.choose(header, langES) }); n != 0 {
+		t.Errorf("Message.choose allocs = %v, want 0", n)
+	}
 }
 
 func FuzzNegotiateFormat(f *testing.F) {
@@ -202,6 +210,91 @@ func FuzzNegotiateLanguage(f *testing.F) {
 		got := negotiateLanguage(strings.Split(header, "\n"), offered, d)
 		if got >= numLangs || offered&(1<<got) == 0 {
 			t.Fatalf("negotiateLanguage(%q, %b, %d) = %d, not an offered language", header, offered, d, got)
+		}
+	})
+}
+
+// textTests are also the seed corpus of FuzzChooseText: the message
+// {en-GB, es, pt-BR, pt-PT, zh-Hant} and what an answer to
+// header is written in: the text's tag ("" for the untagged one) and the
+// catalog language of its titles.
+var textTests = []struct {
+	name   string
+	header string
+	def    lang
+	text   string
+	cat    lang
+}{
+	{name: "no field", header: "", text: "en-GB", cat: langEN},
+	{name: "exact", header: "pt-BR", text: "pt-BR", cat: langEN},
+	{name: "case", header: "PT-pt", text: "pt-PT", cat: langEN},
+	{name: "range longer than the tag", header: "es-MX", text: "es", cat: langES},
+	{name: "range shorter than the tag", header: "zh", text: "zh-Hant", cat: langEN},
+	{name: "range shorter, two tags: the first", header: "pt", text: "pt-BR", cat: langEN},
+	{name: "region of no text", header: "pt-AO", text: "en-GB", cat: langEN},
+	{name: "default en: en-GB", header: "en", text: "en-GB", cat: langEN},
+	{name: "another language: the default's", header: "fr", text: "en-GB", cat: langEN},
+	{name: "another language, default es", header: "fr", def: langES, text: "es", cat: langES},
+	{name: "titles from the field", header: "pt-BR, es;q=0.1", text: "pt-BR", cat: langES},
+	{name: "q decides", header: "pt-BR;q=0.2, es;q=0.3", text: "es", cat: langES},
+	{name: "refused text", header: "pt-BR;q=0, pt", text: "pt-PT", cat: langEN},
+	{name: "wildcard: the default's", header: "*", text: "en-GB", cat: langEN},
+	{name: "wildcard, default es", header: "*", def: langES, text: "es", cat: langES},
+	{name: "named beats wildcard", header: "*, pt-PT", text: "pt-PT", cat: langEN},
+	{name: "wildcard's higher q", header: "*, pt-PT;q=0.5", text: "en-GB", cat: langEN},
+	{name: "first listed", header: "pt-PT, pt-BR", text: "pt-PT", cat: langEN},
+	{name: "exact beats prefix at one q", header: "pt-br;q=0.5, pt;q=0.5, zh;q=0.5", text: "pt-BR", cat: langEN},
+	{name: "malformed", header: "pt_BR, e5, -, pt-", text: "en-GB", cat: langEN},
+	{name: "garbage", header: ";;q=,,=;", text: "en-GB", cat: langEN},
+}
+
+func TestChooseText(t *testing.T) {
+	m, err := CompileMessage(map[string]string{"en-GB": "x", "es": "x", "pt-BR": "x", "pt-PT": "x", "zh-Hant": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range textTests {
+		t.Run(tt.name, func(t *testing.T) {
+			slot, cat := m.choose([]string{tt.header}, tt.def)
+			_, tag := m.text(slot)
+			if tag != tt.text || cat != tt.cat {
+				t.Errorf("choose(%q, %s) = %q, %s; want %q, %s", tt.header, catalogs[tt.def].tag, tag, catalogs[cat].tag, tt.text, catalogs[tt.cat].tag)
+			}
+		})
+	}
+	// The untagged text is the default language's, when no text has its tag.
+	untagged, _ := CompileMessage(map[string]string{"": "Default", "pt-BR": "x"})
+	for _, tt := range []struct {
+		header string
+		def    lang
+		text   string
+		cat    lang
+	}{
+		{"en", langEN, "", langEN},
+		{"es", langES, "", langES},
+		{"es", langEN, "", langEN},
+		{"pt", langES, "pt-BR", langES},
+	} {
+		slot, cat := untagged.choose([]string{tt.header}, tt.def)
+		if _, tag := untagged.text(slot); tag != tt.text || cat != tt.cat {
+			t.Errorf("untagged: choose(%q, %s) = %q, %s; want %q, %s", tt.header, catalogs[tt.def].tag, tag, catalogs[cat].tag, tt.text, catalogs[tt.cat].tag)
+		}
+	}
+}
+
+func FuzzChooseText(f *testing.F) {
+	for _, tt := range textTests {
+		f.Add(tt.header, uint8(tt.def))
+	}
+	m, err := CompileMessage(map[string]string{"en-GB": "x", "es": "x", "pt-BR": "x", "pt-PT": "x", "zh-Hant": "x"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, header string, def uint8) {
+		d := lang(def % uint8(numLangs))
+		slot, cat := m.choose(strings.Split(header, "\n"), d)
+		if slot < 0 || slot >= m.slots() || cat >= numLangs {
+			t.Fatalf("choose(%q, %d) = %d, %d: not a text and a catalog language", header, d, slot, cat)
 		}
 	})
 }

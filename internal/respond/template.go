@@ -133,13 +133,21 @@ func init() {
 	}
 }
 
-// buildTemplate builds the body of kind k in language l and format f
-// for rule r (noRule when no rule decided).
-func buildTemplate(k Kind, l lang, f format, r *Rule) *template {
+// buildTemplate builds the body of kind k with the message's text slot,
+// in catalog language l and format f, for rule r (noRule when no rule
+// decided).
+func buildTemplate(k Kind, slot int, l lang, f format, r *Rule) *template {
 	c := &catalogs[l]
 	detail := defaultDetails[k][l]
+	// detailLang is the HTML lang of a detail in another language than
+	// the page's.
+	detailLang := ""
 	if r.msg != nil {
-		detail = r.msg.text(l)
+		var tag string
+		detail, tag = r.msg.text(slot)
+		if tag != "" && tag != c.tag {
+			detailLang = tag
+		}
 	}
 	detail = resolve(detail, r.name, r.limit)
 	// A detail that does not say when to retry is followed by the
@@ -193,7 +201,11 @@ func buildTemplate(k Kind, l lang, f format, r *Rule) *template {
 			"<style>" + pageCSS + "</style>\n" +
 			"</head>\n<body>\n<main>\n" +
 			"<h1>" + esc(title) + "</h1>\n" +
-			"<p role=\"alert\">")
+			"<p role=\"alert\"")
+		if detailLang != "" {
+			b.lit(" lang=\"" + esc(detailLang) + "\"")
+		}
+		b.lit(">")
 		b.text(detail, htmlWithLinks)
 		b.lit("</p>\n")
 		if retry != nil {

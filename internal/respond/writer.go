@@ -171,14 +171,22 @@ type Rule struct {
 	policyField []string // RateLimit-Policy value
 	policies    []string // policy names
 	violated    []string // JSON string literals for "violated-policies"
-	tmpl        [numKinds][numLangs][numFormats]atomic.Pointer[template]
+	// tmpl holds the bodies, by kind, slot of the message's text (see
+	// Message.slots), catalog language and format.
+	tmpl []atomic.Pointer[template]
 	// byLimit holds, for a rule of several limits, the rule as each limit
 	// refusing it: the same but for limit (and its own bodies).
 	byLimit []*Rule
 }
 
 // noRule stands for a nil *Rule.
-var noRule Rule
+var noRule = withTemplates(&Rule{})
+
+// withTemplates gives r room for its bodies and returns it.
+func withTemplates(r *Rule) *Rule {
+	r.tmpl = make([]atomic.Pointer[template], numKinds*r.msg.slots()*int(numLangs)*int(numFormats))
+	return r
+}
 
 // NewRule compiles spec. The error lists every problem: a negative
 // RetryAfter, a message using {rule} or {limit} that the rule lacks,
@@ -188,7 +196,7 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 	if len(spec.Limits) > 0 {
 		spec.Limit = spec.Limits[0]
 	}
-	r := &Rule{name: spec.Name, limit: spec.Limit, msg: spec.Message}
+	r := withTemplates(&Rule{name: spec.Name, limit: spec.Limit, msg: spec.Message})
 	switch {
 	case spec.RetryAfter < 0:
 		errs = append(errs, fmt.Errorf("retry_after %s is negative", spec.RetryAfter))
@@ -225,8 +233,8 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 	if len(spec.Limits) > 1 {
 		r.byLimit = append(r.byLimit, r) // the first limit's is r itself
 		for _, l := range spec.Limits[1:] {
-			r.byLimit = append(r.byLimit, &Rule{name: r.name, limit: l, fixed: r.fixed, msg: r.msg,
-				policyField: r.policyField, policies: r.policies, violated: r.violated})
+			r.byLimit = append(r.byLimit, withTemplates(&Rule{name: r.name, limit: l, fixed: r.fixed, msg: r.msg,
+				policyField: r.policyField, policies: r.policies, violated: r.violated}))
 		}
 	}
 	if len(errs) > 0 {
@@ -266,12 +274,15 @@ func (r *Rule) PolicyName(i int) string {
 	return r.policies[i]
 }
 
-func (r *Rule) template(k Kind, l lang, f format) *template {
-	p := &r.tmpl[k-1][l][f]
+func (r *Rule) template(k Kind, slot int, l lang, f format) *template {
+	if r.tmpl == nil { // a Rule NewRule did not make: no room to keep it
+		return buildTemplate(k, slot, l, f, r)
+	}
+	p := &r.tmpl[((int(k-1)*r.msg.slots()+slot)*int(numLangs)+int(l))*int(numFormats)+int(f)]
 	if t := p.Load(); t != nil {
 		return t
 	}
-	t := buildTemplate(k, l, f, r)
+	t := buildTemplate(k, slot, l, f, r)
 	if p.CompareAndSwap(nil, t) {
 		return t
 	}
@@ -313,7 +324,7 @@ func (w *Writer) Write(rw http.ResponseWriter, r *http.Request, a Answer) {
 	k := a.Kind.orInternal()
 	rule := a.Rule
 	if rule == nil {
-		rule = &noRule
+		rule = noRule
 	}
 	if a.Limit > 0 && a.Limit < len(rule.byLimit) {
 		rule = rule.byLimit[a.Limit] // {limit} and "limit" name the refusing one
@@ -324,8 +335,8 @@ func (w *Writer) Write(rw http.ResponseWriter, r *http.Request, a Answer) {
 		hdr, head = r.Header, r.Method == http.MethodHead
 	}
 	f := negotiateFormat(hdr["Accept"])
-	l := negotiateLanguage(hdr["Accept-Language"], rule.msg.offered(w.lang), w.lang)
-	t := rule.template(k, l, f)
+	slot, l := rule.msg.choose(hdr["Accept-Language"], w.lang)
+	t := rule.template(k, slot, l, f)
 
 	var retry int64
 	if rule.fixed > 0 || a.RetryAfter > 0 || k.alwaysRetry() {
@@ -362,7 +373,7 @@ func (w *Writer) Write(rw http.ResponseWriter, r *http.Request, a Answer) {
 	vals[0] = s[:endLen]
 	h["Content-Length"] = vals[0:1:1]
 	h["Content-Type"] = valTypes[f]
-	h["Content-Language"] = valLangs[l]
+	h["Content-Language"] = rule.msg.contentLanguage(slot, l)
 	h["X-Content-Type-Options"] = valNosniff
 	h["Cache-Control"] = valNoStore
 	if w.vary != nil {
