@@ -72,6 +72,19 @@ func TestValidateReportsEachProblemOnce(t *testing.T) {
 			want: []string{`F:2: rules[0].message["e n"]: "e n" is not a language tag such as en, es or pt-BR`},
 		},
 		{
+			name: "a message naming limits a rule lacks",
+			yaml: base + "rules:\n  - {name: a, max_inflight: 2, message: 'over {limit}'}\n  - {name: b, action: deny, message: {en: 'over {limit}'}}\n",
+			want: []string{
+				`F:3: rules[0].message: message uses {limit} but the rule has no limit`,
+				`F:4: rules[1].message: message uses {limit} but the rule has no limit`,
+			},
+		},
+		{
+			name: "a message naming a limit that is wrong",
+			yaml: base + "rules: [{name: a, limits: [10/0s], message: 'over {limit}'}]\n",
+			want: []string{`F:2: rules[0].limits[0]: limit "10/0s": window "0s" is not a positive duration (such as 1s, 5m, 1h, 1d)`},
+		},
+		{
 			name: "a nameless rule's message naming it",
 			yaml: base + "rules: [{limits: [10/1m], message: 'slow down, {rule}'}]\n",
 			want: []string{`F:2: rules[0].name: a rule needs a name`},

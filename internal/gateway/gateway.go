@@ -228,7 +228,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 				spec.Message = m
 			}
 			ra, err := respond.NewRule(spec)
-			cp.add(rulePath(i, ""), err)
+			cp.addRule(i, err)
 			g.ruleAns = append(g.ruleAns, ra)
 		}
 	}

@@ -109,6 +109,28 @@ func (c *compileProblems) addMessage(i int, err error) {
 	}
 }
 
+// ruleFields are the fields of a rule by the respond.RuleSpec field made
+// of them.
+var ruleFields = map[string]string{"Name": "name", "RetryAfter": "retry_after", "Message": "message", "Limits": "limits"}
+
+// addRule records the problems of rule i's answers (respond.NewRule): at
+// the field they are about, else at the rule, which a problem Validate
+// found with any of its fields then covers (policies are named from the
+// rule's name and windows). One that another field makes (a message's
+// {limit} and the limits) is left out when that field was reported.
+func (c *compileProblems) addRule(i int, err error) {
+	for _, e := range leaves(err) {
+		path := rulePath(i, "")
+		if se, ok := errors.AsType[*respond.SpecError](e); ok && ruleFields[se.Field] != "" {
+			path = rulePath(i, ruleFields[se.Field])
+			if from := ruleFields[se.From]; from != "" && c.reported(rulePath(i, from)) {
+				continue
+			}
+		}
+		c.add(path, e)
+	}
+}
+
 // rulePath is the path of field of rules[i].
 func rulePath(i int, field string) string {
 	p := "rules[" + strconv.Itoa(i) + "]"

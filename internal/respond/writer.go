@@ -162,6 +162,23 @@ type RuleSpec struct {
 	Policies []Policy
 }
 
+// A SpecError is a problem NewRule found with one field of a RuleSpec,
+// so that a caller can say where it is in its own terms.
+type SpecError struct {
+	// Field is the RuleSpec field: "Name" (a message using {rule} has
+	// none), "RetryAfter" or "Message".
+	Field string
+	// From is the field whose value makes Field's wrong, if another:
+	// "Limits" for a message using {limit} in a rule without limits.
+	From string
+	// Err is the problem.
+	Err error
+}
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+
+func (e *SpecError) Unwrap() error { return e.Err }
+
 // A Rule is a compiled RuleSpec. Bodies are built on first use for each
 // kind, language and format, then reused. A Rule is safe for concurrent use.
 type Rule struct {
@@ -190,7 +207,8 @@ func withTemplates(r *Rule) *Rule {
 
 // NewRule compiles spec. The error lists every problem: a negative
 // RetryAfter, a message using {rule} or {limit} that the rule lacks,
-// invalid UTF-8, and invalid policies (see FormatPolicy).
+// invalid UTF-8, and invalid policies (see FormatPolicy). Those of one
+// field of spec are a *SpecError naming it.
 func NewRule(spec RuleSpec) (*Rule, error) {
 	var errs []error
 	if len(spec.Limits) > 0 {
@@ -199,7 +217,7 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 	r := withTemplates(&Rule{name: spec.Name, limit: spec.Limit, msg: spec.Message})
 	switch {
 	case spec.RetryAfter < 0:
-		errs = append(errs, fmt.Errorf("retry_after %s is negative", spec.RetryAfter))
+		errs = append(errs, &SpecError{Field: "RetryAfter", Err: fmt.Errorf("retry_after %s is negative", spec.RetryAfter)})
 	case spec.RetryAfter > 0:
 		r.fixed = spec.RetryAfter
 	}
@@ -207,10 +225,10 @@ func NewRule(spec RuleSpec) (*Rule, error) {
 		errs = append(errs, errors.New("name or limit is not valid UTF-8"))
 	}
 	if spec.Message.uses(phRule) && spec.Name == "" {
-		errs = append(errs, errors.New("message uses {rule} but the rule has no name"))
+		errs = append(errs, &SpecError{Field: "Name", Err: errors.New("message uses {rule} but the rule has no name")})
 	}
 	if spec.Message.uses(phLimit) && spec.Limit == "" {
-		errs = append(errs, errors.New("message uses {limit} but the rule has no limit"))
+		errs = append(errs, &SpecError{Field: "Message", From: "Limits", Err: errors.New("message uses {limit} but the rule has no limit")})
 	}
 	if len(spec.Policies) > 0 {
 		field, err := FormatPolicy(spec.Policies...)

@@ -553,6 +553,16 @@ func TestNewRuleErrors(t *testing.T) {
 			t.Errorf("NewRule error %q does not mention %q", err, want)
 		}
 	}
+	// Each problem of one field names it.
+	var fields []string
+	for _, e := range leaves(err) {
+		if se, ok := e.(*SpecError); ok {
+			fields = append(fields, se.Field)
+		}
+	}
+	if diff := cmp.Diff(fields, []string{"RetryAfter", "Name", "Message"}); diff != "" {
+		t.Errorf("NewRule's SpecError fields (-got +want):\n%s", diff)
+	}
 }
 
 func TestWriteConcurrent(t *testing.T) {
