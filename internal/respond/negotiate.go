@@ -1,6 +1,10 @@
 package respond
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/floodgate/floodgate/internal/httpsyntax"
+)
 
 // maxNegotiateBytes bounds how much of Accept or Accept-Language is read:
 // a client can send up to the server's header limit (1 MiB by default),
@@ -461,7 +465,7 @@ func (m *Message) negotiateText(acceptLanguage []string, def lang) (slot int, ok
 	defTag := catalogs[def].tag
 	untagged := m.hasAny
 	for _, t := range m.texts {
-		if foldEqual(t.tag, defTag) {
+		if httpsyntax.EqualFoldASCII(t.tag, defTag) {
 			untagged = false // the tagged text says it
 		}
 	}
@@ -540,38 +544,17 @@ func (m *Message) negotiateText(acceptLanguage []string, def lang) (slot int, ok
 func matchTag(rng, tag string) int {
 	switch {
 	case len(rng) == len(tag):
-		if foldEqual(rng, tag) {
+		if httpsyntax.EqualFoldASCII(rng, tag) {
 			return langSpecExact
 		}
 	case len(rng) > len(tag):
-		if rng[len(tag)] == '-' && foldEqual(rng[:len(tag)], tag) {
+		if rng[len(tag)] == '-' && httpsyntax.EqualFoldASCII(rng[:len(tag)], tag) {
 			return langSpecTrunc
 		}
 	default:
-		if tag[len(rng)] == '-' && foldEqual(tag[:len(rng)], rng) {
+		if tag[len(rng)] == '-' && httpsyntax.EqualFoldASCII(tag[:len(rng)], rng) {
 			return langSpecPrefix
 		}
 	}
 	return langSpecNone
-}
-
-// foldEqual reports whether a and b are equal but for the case of ASCII
-// letters.
-func foldEqual(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
