@@ -136,6 +136,14 @@ func addLogFlags(fs *flag.FlagSet) logFlags {
 // warns about files it could not make sense of and fails when no line of
 // any file parsed.
 func readLogs(env environ, names []string, lf logFlags, fn func(*logs.Record)) ([]logs.File, logs.Counts, error) {
+	return readLogsWith(env, names, lf, func(names []string, o logs.ReadOptions) ([]logs.File, error) {
+		return logs.ReadFiles(names, o, fn)
+	})
+}
+
+// readLogsWith is readLogs with the reading done by read: logs.ReadFiles,
+// or replay's reading in time order.
+func readLogsWith(env environ, names []string, lf logFlags, read func([]string, logs.ReadOptions) ([]logs.File, error)) ([]logs.File, logs.Counts, error) {
 	f, err := logs.ParseFormat(*lf.format)
 	if err != nil {
 		return nil, logs.Counts{}, usageError{fmt.Errorf("--format: %w", err)}
@@ -150,7 +158,7 @@ func readLogs(env environ, names []string, lf logFlags, fn func(*logs.Record)) (
 		return nil, logs.Counts{}, usageError{errors.New("standard input (-) can be read only once")}
 	}
 	pb := newProgress(env.stderr)
-	files, err := logs.ReadFiles(names, logs.ReadOptions{Format: f, Stdin: os.Stdin, Progress: pb.update}, fn)
+	files, err := read(names, logs.ReadOptions{Format: f, Stdin: os.Stdin, Progress: pb.update})
 	pb.done()
 	if err != nil {
 		return files, logs.Counts{}, err

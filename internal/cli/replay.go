@@ -112,7 +112,9 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 	}
 
 	rp := replay.New(o)
-	read, counts, err := readLogs(env, files, lf, func(r *logs.Record) { rp.Add(ctx, r) })
+	read, counts, err := readLogsWith(env, files, lf, func(names []string, o logs.ReadOptions) ([]logs.File, error) {
+		return rp.ReadFiles(ctx, names, o)
+	})
 	if err != nil {
 		return err
 	}

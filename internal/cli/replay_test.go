@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"compress/gzip"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestReplayCommand(t *testing.T) {
@@ -72,4 +76,62 @@ func TestReplayUnmeasuredCost(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "upstream-time: charged ") || strings.Contains(out, "cannot be replayed") {
 		t.Errorf("ALB log: exit code %d, stdout:\n%s", code, out)
 	}
+}
+
+// TestReplayFileOrder: the files of one log, given in any order (logrotate's
+// access.log access.log.1), replay as the whole log does, and a line dated
+// years ahead is left out and said so instead of moving the clock.
+func TestReplayFileOrder(t *testing.T) {
+	lines := strings.SplitAfter(gunzip(t, elasticLog), "\n")
+	dir := t.TempDir()
+	write := func(name string, lines []string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(strings.Join(lines, "")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	older, newer := write("access.log.1", lines[:5000]), write("access.log", lines[5000:])
+	bad := `192.0.2.1 - - [17/May/2035:10:05:03 +0000] "GET /x HTTP/1.1" 200 12 "-" "Mozilla/5.0 (X11; Linux) Firefox/120"` + "\n"
+	withBad := write("bad.log", append(append(append([]string{}, lines[:100]...), bad), lines[100:]...))
+
+	rules := func(v map[string]any) any { return v["rules"] }
+	want := decode(t, nil, "replay", "--limit", "40/1m", "--json", elasticLog)
+	for _, files := range [][]string{{older, newer}, {newer, older}, {withBad}} {
+		got := decode(t, nil, append([]string{"replay", "--limit", "40/1m", "--json"}, files...)...)
+		if diff := cmp.Diff(rules(got), rules(want)); diff != "" {
+			t.Errorf("replay %s: rules (-got +want, the whole log):\n%s", strings.Join(files, " "), diff)
+		}
+		order, _ := got["order"].(map[string]any)
+		wantLeft := 0.0
+		if files[0] == withBad {
+			wantLeft = 1
+		}
+		if order["late"] != 0.0 || order["left_out"] != wantLeft {
+			t.Errorf("replay %s: order = %v, want none late, %v left out", strings.Join(files, " "), order, wantLeft)
+		}
+	}
+	code, out, _ := run(t, nil, "replay", "--limit", "40/1m", withBad)
+	if code != 0 || !strings.Contains(out, "1 record left out: dated up to 7,304 days after the record that followed it") {
+		t.Errorf("exit code %d, stdout:\n%s", code, out)
+	}
+}
+
+// gunzip returns the content of a gzip file.
+func gunzip(t *testing.T, name string) string {
+	t.Helper()
+	fh, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

@@ -5,11 +5,20 @@
 // the requests matched, the requests and distinct clients it would have
 // refused, the browser clients among them, and the same per hour.
 //
-// # What is replayed
+// # Time order
 //
-// Records are replayed in the order read. The store's clock is the latest
-// timestamp seen so far, so it never goes back: a record older than one
-// before it counts as arriving at that later instant.
+// The store's clock is the latest timestamp replayed so far, so it never
+// goes back. Replay.ReadFiles reads the logs in time order, whatever the
+// order of the files and, within bounds, of the lines in a file (see
+// ReadOrdered), so the answer is that of the requests in time order, and
+// it leaves out records dated far ahead of the records around them (see
+// FarAhead) rather than let one move the clock past the others. A
+// request that still reaches Add older than the clock (further out of
+// order than those bounds, or given to Add directly out of order) is
+// replayed at the clock's instant, and counted: Result's Order says how
+// many, and by how much at most.
+//
+// # What is replayed
 //
 // Each request record becomes the request the rules would have seen: its
 // method; its path percent-decoded and cleaned as the gateway cleans it;
@@ -105,6 +114,9 @@ type Replay struct {
 	clients  []clientKey // by ClientID
 	unrouted int64
 	timed    int64 // requests whose record gives the upstream's duration
+	late     int64 // requests older than the clock when replayed
+	lateMax  int64 // the most one was older, nanoseconds
+	leftOut  LeftOut
 
 	// The request being replayed, reused.
 	req     rules.Request
@@ -162,12 +174,29 @@ func New(o Options) *Replay {
 	return r
 }
 
+// ReadFiles replays the named logs ("-" is o.Stdin) in time order, as
+// ReadOrdered reads them, and returns what was read from each. Its error
+// is about opening or reading a file; the records read before it are
+// replayed.
+func (r *Replay) ReadFiles(ctx context.Context, names []string, o logs.ReadOptions) ([]logs.File, error) {
+	files, left, err := ReadOrdered(names, o, func(rec *logs.Record) { r.Add(ctx, rec) })
+	r.leftOut.Records += left.Records
+	r.leftOut.MaxAhead = max(r.leftOut.MaxAhead, left.MaxAhead)
+	return files, err
+}
+
 // Add replays one record. Decision-log records are skipped (they are not
-// requests); see baseline.Baseline.Decisions.
+// requests); see baseline.Baseline.Decisions. A request older than the
+// clock (the latest request replayed) is replayed at the clock's instant
+// and counted late; see the package comment.
 func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	id, ok := r.base.Add(rec)
 	if !ok {
 		return
+	}
+	if rec.Time < r.now {
+		r.late++
+		r.lateMax = max(r.lateMax, r.now-rec.Time)
 	}
 	r.now = max(r.now, rec.Time)
 	if rec.Duration > 0 {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -53,11 +54,11 @@ func elasticRequests(t *testing.T) (clients []string, times []time.Time) {
 	return clients, times
 }
 
-func replayFiles(t *testing.T, o Options, files ...string) *Result {
+// replayFiles replays files as `floodgate replay` does, in time order.
+func replayFiles(t *testing.T, o Options, ro logs.ReadOptions, files ...string) *Result {
 	t.Helper()
 	r := New(o)
-	ctx := context.Background()
-	read, err := logs.ReadFiles(files, logs.ReadOptions{}, func(rec *logs.Record) { r.Add(ctx, rec) })
+	read, err := r.ReadFiles(context.Background(), files, ro)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +70,55 @@ func replayFiles(t *testing.T, o Options, files ...string) *Result {
 
 // TestFixedWindowArithmetic holds replay to exact arithmetic: with
 // fixed_window, replay's would-blocks are exactly the sum over clients and
-// aligned windows of max(0, count − limit), on the real Elastic log.
+// aligned windows of max(0, count − limit), on the real Elastic log, read
+// as one file and cut into files given in shuffled order (per-node files
+// of the same minutes, and consecutive parts).
 func TestFixedWindowArithmetic(t *testing.T) {
+	lines := elasticLines(t)
+	dir := t.TempDir()
+	var nodes, parts []string
+	for n := range 3 {
+		var node []string
+		for i := n; i < len(lines); i += 3 {
+			node = append(node, lines[i])
+		}
+		nodes = append(nodes, writeLog(t, dir, fmt.Sprintf("node%d.log", n), node))
+	}
+	for i := 0; i < len(lines); i += 1500 {
+		parts = append(parts, writeLog(t, dir, fmt.Sprintf("part%d.log.gz", i), lines[i:min(i+1500, len(lines))]))
+	}
+	shuffle := rand.New(rand.NewPCG(3, 4)).Shuffle
+	shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	shuffle(len(parts), func(i, j int) { parts[i], parts[j] = parts[j], parts[i] })
+	for _, tc := range []struct {
+		name  string
+		files []string
+	}{
+		{"one file", []string{elastic}},
+		{"three nodes, shuffled", nodes},
+		{"parts, shuffled", parts},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkArithmetic(t, tc.files) })
+	}
+}
+
+func checkArithmetic(t *testing.T, files []string) {
+	t.Helper()
 	clients, times := elasticRequests(t)
 	limits := []string{"5/1m", "20/1m", "40/5m", "100/1h", "300/1d"}
 	set, err := AdHocRules(limits, "fixed_window")
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := replayFiles(t, Options{Rules: set, LogOnly: true}, elastic)
-	if res.Lines != 10000 || res.Parsed != 9999 || res.Unparsed != 1 || res.Requests != int64(len(clients)) {
-		t.Fatalf("lines %d parsed %d unparsed %d requests %d; want 10000, 9999, 1, %d", res.Lines, res.Parsed, res.Unparsed, res.Requests, len(clients))
+	res := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, files...)
+	if res.Order != (Order{}) {
+		t.Errorf("order = %+v, want every request in time order", res.Order)
+	}
+	if res.Requests != int64(len(clients)) {
+		t.Fatalf("requests %d, want %d", res.Requests, len(clients))
+	}
+	if res.Lines != 10000 || res.Parsed != 9999 || res.Unparsed != 1 {
+		t.Fatalf("lines %d parsed %d unparsed %d; want 10000, 9999, 1", res.Lines, res.Parsed, res.Unparsed)
 	}
 	for i, s := range limits {
 		l, _ := ratelimit.ParseLimit(s)
@@ -304,7 +343,7 @@ func TestAdHocRules(t *testing.T) {
 // TestResultShape checks the JSON field names, which are interface: scripts read them.
 func TestResultShape(t *testing.T) {
 	set, _ := AdHocRules([]string{"100/5m"}, "")
-	res := replayFiles(t, Options{Rules: set, LogOnly: true}, "../testdata/elastic_excerpt.log")
+	res := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, "../testdata/elastic_excerpt.log")
 	data, _ := json.Marshal(res)
 	var v map[string]any
 	if err := json.Unmarshal(data, &v); err != nil {

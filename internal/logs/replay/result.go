@@ -31,6 +31,9 @@ type Result struct {
 	// From and To are the times of the first and last requests.
 	From string `json:"from,omitempty"`
 	To   string `json:"to,omitempty"`
+	// Order says how far from time order the requests reached the
+	// engine.
+	Order Order `json:"order"`
 	// StoreEvictions counts counters the store dropped before they
 	// expired because it was full; non-zero means some clients got their
 	// limit afresh and the counts are low.
@@ -42,6 +45,25 @@ type Result struct {
 	// Windows are the per-client peaks over the rules' windows, for
 	// comparing thresholds with traffic (baseline's shape).
 	Windows []baseline.Window `json:"windows"`
+}
+
+// Order says how far from time order the requests reached the engine
+// (see the package comment). All zero: every request was replayed at its
+// own time, in time order.
+type Order struct {
+	// Late counts requests older than the replay's clock when they were
+	// replayed (read too far out of order to be put back in it): they
+	// were replayed at the clock's instant. LateMaxSeconds is the most
+	// one was older by.
+	Late           int64   `json:"late"`
+	LateMaxSeconds float64 `json:"late_max_seconds"`
+	// LeftOut counts records not replayed because they were dated more
+	// than FarAhead after the records read before them in their file,
+	// and a record after them came back more than FarAhead before them;
+	// LeftOutMaxAheadSeconds is how far the furthest was ahead of the
+	// record that came back.
+	LeftOut                int64   `json:"left_out"`
+	LeftOutMaxAheadSeconds float64 `json:"left_out_max_ahead_seconds"`
 }
 
 // Rule is what one rule did over the replay.
@@ -117,6 +139,8 @@ func (r *Replay) Result() *Result {
 	if r.engine.LogOnly.Load() {
 		res.Mode = "log-only"
 	}
+	res.Order = Order{Late: r.late, LateMaxSeconds: time.Duration(r.lateMax).Seconds(),
+		LeftOut: r.leftOut.Records, LeftOutMaxAheadSeconds: r.leftOut.MaxAhead.Seconds()}
 	if first, last, ok := r.base.Span(); ok {
 		res.From, res.To = first.Format(time.RFC3339), last.Format(time.RFC3339)
 	}

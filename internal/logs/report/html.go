@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/floodgate/floodgate/internal/logs"
@@ -218,6 +219,13 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 	p.Summary = append(p.Summary, fmt.Sprintf("Replayed in %s mode through floodgate's rule engine and in-memory store, with the log's timestamps as the clock.", r.Mode))
 	if r.Unrouted > 0 {
 		p.Summary = append(p.Summary, fmt.Sprintf("%s requests matched no route, or were not HTTP, and met no rule.", i64(r.Unrouted)))
+	}
+	if o := orderLines(r.Order); len(o) > 0 {
+		for _, line := range o {
+			p.Summary = append(p.Summary, strings.ToUpper(line[:1])+line[1:]+".")
+		}
+	} else if r.Requests > 0 {
+		p.Summary = append(p.Summary, "Every request was replayed at its own time, in time order.")
 	}
 	if r.StoreEvictions > 0 {
 		p.Summary = append(p.Summary, fmt.Sprintf("Warning: the store evicted %s counters to stay within its key cap, so the counts are low.", i64(int64(r.StoreEvictions))))

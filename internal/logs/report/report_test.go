@@ -69,7 +69,7 @@ func replayResultWith(t *testing.T, limits []string) *replay.Result {
 		t.Fatal(err)
 	}
 	rp := replay.New(replay.Options{Rules: set, LogOnly: true})
-	files, err := logs.ReadFiles([]string{excerpt}, logs.ReadOptions{}, func(r *logs.Record) { rp.Add(context.Background(), r) })
+	files, err := rp.ReadFiles(context.Background(), []string{excerpt}, logs.ReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,6 +161,41 @@ func TestReplayHTML(t *testing.T) {
 	for _, want := range []string{"limit-100-per-5m: 100/5m", "limit-20-per-1m: 20/1m", "Would-blocks over time"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+// TestReplayOrder: requests replayed out of time order and records left
+// out are said, in the table and on the page, with how many and by how
+// much at most; a replay in order says nothing in the table.
+func TestReplayOrder(t *testing.T) {
+	r := replayResult(t)
+	var table, page bytes.Buffer
+	ReplayTable(&table, r)
+	if err := ReplayHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(table.String(), "out of time order") || strings.Contains(table.String(), "left out") ||
+		!strings.Contains(page.String(), "Every request was replayed at its own time, in time order.") {
+		t.Errorf("a replay in time order:\n%s", table.String())
+	}
+
+	r.Order = replay.Order{Late: 3, LateMaxSeconds: 59, LeftOut: 1, LeftOutMaxAheadSeconds: 631148344}
+	table.Reset()
+	page.Reset()
+	ReplayTable(&table, r)
+	if err := ReplayHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"3 requests out of time order, up to 59s older than one replayed before: replayed at that later time",
+		"1 record left out: dated up to 7,304 days after the record that followed it in its file, and more than a day after every record before it",
+	} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+		if !strings.Contains(page.String(), want[1:]) {
+			t.Errorf("page lacks %q", want[1:])
 		}
 	}
 }

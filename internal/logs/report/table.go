@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/logs"
 	"github.com/floodgate/floodgate/internal/logs/baseline"
@@ -144,6 +145,9 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	if r.Unrouted > 0 {
 		fmt.Fprintf(w, "  %s requests matched no route or were not HTTP (the gateway answers them 404 or 400 before any rule)\n", num(r.Unrouted))
 	}
+	for _, line := range orderLines(r.Order) {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 	if r.StoreEvictions > 0 {
 		fmt.Fprintf(w, "  warning: the store evicted %s counters to stay within its key cap: counts are low; raise store.max_keys\n", num(int64(r.StoreEvictions)))
 	}
@@ -187,6 +191,43 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	if r.Requests > 0 && len(r.Windows) > 0 {
 		peaksTable(w, r.Windows, r.Clients)
 	}
+}
+
+// orderLines says, in sentences, how far from time order the requests
+// reached the engine; nothing when they came in order.
+func orderLines(o replay.Order) []string {
+	var out []string
+	if o.LeftOut > 0 {
+		out = append(out, fmt.Sprintf("%s %s left out: dated up to %s after the record that followed %s in %s file, and more than %s after every record before %s (a wrong clock or a corrupt line)",
+			num(o.LeftOut), plural(o.LeftOut, "record"), seconds(o.LeftOutMaxAheadSeconds), pick(o.LeftOut, "it", "them"),
+			pick(o.LeftOut, "its", "their"), seconds(replay.FarAhead.Seconds()), pick(o.LeftOut, "it", "them")))
+	}
+	if o.Late > 0 {
+		out = append(out, fmt.Sprintf("%s %s out of time order, up to %s older than one replayed before: replayed at that later time, so the counts are approximate",
+			num(o.Late), plural(o.Late, "request"), seconds(o.LateMaxSeconds)))
+	}
+	return out
+}
+
+func pick(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// seconds writes a span of time: "59s", "2h3m0s", "7,305 days".
+func seconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case s >= 2*24*3600:
+		return num(int64(s/(24*3600))) + " days"
+	case s == 24*3600:
+		return "a day"
+	case d < time.Second:
+		return d.String()
+	}
+	return d.Round(time.Second).String()
 }
 
 // LimitedClientsTable writes r as a table.

@@ -1,0 +1,649 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/floodgate/floodgate/internal/logs"
+)
+
+// Bounds of ReadOrdered. Memory is bounded by the files open at once
+// (each: its Reader's buffers, about 1.1 MiB, and at most reorderBytes
+// of records waiting for their turn), not by the size of the input.
+const (
+	// reorderBytes is how much of each file is held to put it in time
+	// order: a record reaches the replay in time order when it is read
+	// no more than this far (about 8,000 lines of an access log) after
+	// records dated later than it in its file.
+	reorderBytes = 4 << 20
+	// maxOpen is how many files are read at once. Files whose times
+	// overlap (one per load balancer node, or per replica, over the same
+	// minutes) are read together and merged; past maxOpen, a file waits
+	// for another to end, and those of its records that are then older
+	// than the replay's clock are counted late.
+	maxOpen = 32
+	// FarAhead is how much later than the records around it a record must
+	// be to be left out: one dated more than FarAhead after every record
+	// read before it in its file, and followed in the file by a record
+	// dated more than FarAhead before it, has a wrong time (a clock set
+	// wrong, a corrupt line). No request takes a day, so a record that
+	// comes back that far cannot be a slow request logged late.
+	FarAhead = 24 * time.Hour
+	// maxAhead is how many consecutive records dated past FarAhead are
+	// held before they are taken as the log moving on (traffic resuming
+	// after a quiet day) rather than as wrong.
+	maxAhead = 16
+	// maxAheadBytes caps what those records may hold.
+	maxAheadBytes = 1 << 20
+	// startRecords is how many records of a file date it: the file is
+	// opened openLead before the merge reaches the earliest of them, and
+	// their median is the time its first records are compared with to
+	// find one far ahead.
+	startRecords = 64
+	// openLead is how long before the earliest of its first records a
+	// file is opened: records a little earlier than those may come later
+	// in it (a server that logs a request when it ends, stamped with its
+	// start), and must be read before the merge passes their time.
+	openLead = 5 * time.Minute
+	// heldOverhead is what a held record costs besides its bytes.
+	heldOverhead = 320
+)
+
+// LeftOut counts the records ReadOrdered left out for being dated far
+// ahead of the records around them (see FarAhead).
+type LeftOut struct {
+	// Records is how many were left out.
+	Records int64
+	// MaxAhead is how far the furthest was ahead of the record that
+	// followed the records left out in its file.
+	MaxAhead time.Duration
+}
+
+// ReadOrdered reads the named logs ("-" is o.Stdin, read once) and calls
+// fn for every record in time order, whatever the order of the files and
+// of lines within a file, within bounds:
+//
+//   - files are merged by time: each is read as a stream, and a file is
+//     opened five minutes before the merge reaches the earliest time
+//     among its first records, so files that follow one another in time
+//     are read one after the other and files that overlap are read
+//     together (at most 32 at once);
+//   - within a file, up to 4 MiB of records are held and handed on
+//     earliest first, so that lines written out of order (a server that
+//     logs a request when it ends, stamped with its start) reach fn in
+//     order;
+//   - a record dated more than FarAhead after every record before it in
+//     its file, and followed by one dated more than FarAhead before it,
+//     is left out and counted in LeftOut; so are up to 16 such records in
+//     a row.
+//
+// Records further out of order than the bounds reach fn late, after later
+// ones: fn's caller can tell (replay counts them). The record passed to
+// fn is valid only until fn returns. It returns what was read from each
+// file, in the order named, like logs.ReadFiles, and its error is
+// likewise about opening or reading a file.
+func ReadOrdered(names []string, o logs.ReadOptions, fn func(*logs.Record)) ([]logs.File, LeftOut, error) {
+	m := &merger{o: o, fn: fn, files: make([]logs.File, len(names))}
+	for _, n := range names {
+		if n == "-" {
+			m.total = 0
+			break
+		}
+		st, err := os.Stat(n)
+		if err != nil {
+			return nil, LeftOut{}, readError(n, err)
+		}
+		m.total += st.Size()
+	}
+	err := m.run(names)
+	for _, s := range m.open {
+		s.close()
+	}
+	if err != nil {
+		// What was read before the error, as logs.ReadFiles returns it.
+		read := m.files[:0]
+		for _, f := range m.files {
+			if f.Name != "" {
+				read = append(read, f)
+			}
+		}
+		return read, m.left, err
+	}
+	if o.Progress != nil {
+		m.progress()
+	}
+	return m.files, m.left, nil
+}
+
+// A held record is a copy of a Reader's record, with its own bytes.
+type held struct {
+	rec  logs.Record
+	buf  []byte
+	wb   [][]byte
+	file int    // index in the names, for a stable merge
+	seq  uint64 // read order within the file, for a stable sort
+}
+
+// size is what h costs while held.
+func (h *held) size() int { return heldOverhead + cap(h.buf) + 24*cap(h.wb) }
+
+// set copies src into h. Every byte slice of a Record points into the
+// Reader's buffer, so every one is copied (TestHeldCopiesEverySlice holds
+// this to the Record type).
+func (h *held) set(src *logs.Record, m *merger) {
+	n := len(src.Client) + len(src.Method) + len(src.Target) + len(src.Host) + len(src.UserAgent) +
+		len(src.Route) + len(src.Rule) + len(src.Decision) + len(src.BlockedBy)
+	for _, w := range src.WouldBlock {
+		n += len(w)
+	}
+	if cap(h.buf) < n {
+		h.buf = m.bytes(n)
+	}
+	buf, wb := h.buf[:0], h.wb[:0]
+	h.rec = *src
+	r := &h.rec
+	r.Client, buf = keep(buf, src.Client)
+	r.Method, buf = keep(buf, src.Method)
+	r.Target, buf = keep(buf, src.Target)
+	r.Host, buf = keep(buf, src.Host)
+	r.UserAgent, buf = keep(buf, src.UserAgent)
+	r.Route, buf = keep(buf, src.Route)
+	r.Rule, buf = keep(buf, src.Rule)
+	r.Decision, buf = keep(buf, src.Decision)
+	r.BlockedBy, buf = keep(buf, src.BlockedBy)
+	for _, w := range src.WouldBlock {
+		var c []byte
+		c, buf = keep(buf, w)
+		wb = append(wb, c)
+	}
+	r.WouldBlock = wb
+	h.buf, h.wb = buf, wb
+}
+
+// keep appends b to buf, which has room for it, and returns the copy.
+func keep(buf, b []byte) (kept, grown []byte) {
+	if len(b) == 0 {
+		return nil, buf
+	}
+	start := len(buf)
+	buf = append(buf, b...)
+	return buf[start:len(buf):len(buf)], buf
+}
+
+// before orders held records by time, then file, then line.
+func before(a, b *held) bool {
+	if a.rec.Time != b.rec.Time {
+		return a.rec.Time < b.rec.Time
+	}
+	if a.file != b.file {
+		return a.file < b.file
+	}
+	return a.seq < b.seq
+}
+
+// recordHeap is a min-heap of one file's held records by time, then
+// read order. The keys sit in the heap's array, not behind its
+// pointers: with thousands of records held, comparing them is then not a
+// cache miss each.
+type recordHeap []heapEntry
+
+type heapEntry struct {
+	time int64
+	seq  uint64
+	h    *held
+}
+
+func (e heapEntry) less(f heapEntry) bool {
+	return e.time < f.time || e.time == f.time && e.seq < f.seq
+}
+
+func (q *recordHeap) push(h *held) {
+	a := append(*q, heapEntry{time: h.rec.Time, seq: h.seq, h: h})
+	i := len(a) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !a[i].less(a[p]) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+	*q = a
+}
+
+func (q *recordHeap) pop() *held {
+	a := *q
+	top := a[0].h
+	n := len(a) - 1
+	a[0] = a[n]
+	a[n] = heapEntry{}
+	a = a[:n]
+	for i := 0; ; {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && a[c+1].less(a[c]) {
+			c++
+		}
+		if !a[c].less(a[i]) {
+			break
+		}
+		a[i], a[c] = a[c], a[i]
+		i = c
+	}
+	*q = a
+	return top
+}
+
+// A stream reads one file: records go through the far-ahead check into
+// the reorder heap, whose earliest is the stream's head.
+type stream struct {
+	m      *merger
+	index  int
+	name   string
+	rd     *logs.Reader
+	fh     io.Closer // nil for standard input
+	cr     *countingReader
+	heap   recordHeap
+	ahead  []*held // records dated past FarAhead, not yet judged
+	bytes  int     // held in heap and ahead
+	aheadB int
+	ref    int64 // latest time of the records taken from the file
+	seq    uint64
+	eof    bool
+	peek   bool  // opened only to date the file: its bytes are read again
+	start  int64 // earliest time among the first records
+	// first are the file's first records, read to date it.
+	first []*held
+}
+
+// openStream opens a file and reads its first records, to date it.
+func (m *merger) openStream(index int, name string, peek bool) (*stream, error) {
+	s := &stream{m: m, index: index, name: name, peek: peek}
+	var src io.Reader
+	if name == "-" {
+		if m.o.Stdin == nil {
+			return nil, errors.New("read -: no standard input")
+		}
+		src = m.o.Stdin
+	} else {
+		fh, err := os.Open(name)
+		if err != nil {
+			return nil, readError(name, err)
+		}
+		s.fh, src = fh, fh
+	}
+	s.cr = &countingReader{r: src}
+	rd, err := logs.NewReader(s.cr, m.o.Format)
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("read %s: %w", name, err)
+	}
+	s.rd = rd
+	s.start = math.MaxInt64
+	for len(s.first) < startRecords {
+		if !s.rd.Next() {
+			if err := s.finish(); err != nil {
+				return nil, err
+			}
+			break
+		}
+		h := m.get()
+		h.set(s.rd.Record(), s.m)
+		h.file, h.seq = s.index, s.seq
+		s.seq++
+		s.bytes += h.size()
+		s.first = append(s.first, h)
+		s.start = min(s.start, h.rec.Time)
+	}
+	if len(s.first) > 0 {
+		times := make([]int64, len(s.first))
+		for i, h := range s.first {
+			times[i] = h.rec.Time
+		}
+		slices.Sort(times)
+		s.ref = times[len(times)/2]
+	}
+	return s, nil
+}
+
+// finish ends the reading of the file: its counts, and its error.
+func (s *stream) finish() error {
+	if s.eof {
+		return nil
+	}
+	s.eof = true
+	f := &s.m.files[s.index]
+	f.Name, f.Format = s.name, s.rd.Format().String()
+	f.Counts = s.rd.Counts()
+	f.FirstUnparsedLine, _ = s.rd.FirstUnparsed()
+	err := s.rd.Err()
+	if !s.peek {
+		s.m.doneClosed += s.cr.n
+		s.cr.n = 0
+	}
+	s.close()
+	if err != nil {
+		return fmt.Errorf("read %s: %w", s.name, err)
+	}
+	return nil
+}
+
+func (s *stream) close() {
+	if s.fh != nil {
+		s.fh.Close()
+		s.fh = nil
+	}
+}
+
+// fill reads until the stream holds reorderBytes, or has a head, or the
+// file ends.
+func (s *stream) fill() error {
+	for _, h := range s.first {
+		s.take(h)
+	}
+	s.first = nil
+	for !s.eof && (s.bytes < reorderBytes || len(s.heap) == 0) {
+		if !s.rd.Next() {
+			if err := s.finish(); err != nil {
+				return err
+			}
+			break
+		}
+		h := s.m.get()
+		h.set(s.rd.Record(), s.m)
+		h.file, h.seq = s.index, s.seq
+		s.seq++
+		s.bytes += h.size()
+		s.take(h)
+		s.m.records++
+		if s.m.o.Progress != nil && s.m.records%(1<<16) == 0 {
+			s.m.progress()
+		}
+	}
+	if s.eof {
+		// Nothing came back from past the jump: the log moved on.
+		s.accept()
+	}
+	return nil
+}
+
+// take puts a record through the far-ahead check.
+func (s *stream) take(h *held) {
+	t := h.rec.Time
+	if len(s.ahead) > 0 {
+		earliest := s.ahead[0].rec.Time
+		for _, a := range s.ahead[1:] {
+			earliest = min(earliest, a.rec.Time)
+		}
+		switch {
+		case t < sat(earliest, -int64(FarAhead)):
+			// The file came back: the records ahead were wrong.
+			s.dropAhead(t)
+		case t > sat(s.ref, int64(FarAhead)):
+			s.holdAhead(h)
+			if len(s.ahead) >= maxAhead || s.aheadB >= maxAheadBytes {
+				s.accept()
+			}
+			return
+		default:
+			s.accept()
+		}
+	}
+	if t > sat(s.ref, int64(FarAhead)) {
+		s.holdAhead(h)
+		return
+	}
+	s.ref = max(s.ref, t)
+	s.heap.push(h)
+}
+
+func (s *stream) holdAhead(h *held) {
+	s.ahead = append(s.ahead, h)
+	s.aheadB += h.size()
+}
+
+// accept takes the records held ahead as the log's.
+func (s *stream) accept() {
+	for _, a := range s.ahead {
+		s.ref = max(s.ref, a.rec.Time)
+		s.heap.push(a)
+	}
+	s.ahead, s.aheadB = s.ahead[:0], 0
+}
+
+// dropAhead leaves out the records held ahead, which a record dated back
+// at t followed.
+func (s *stream) dropAhead(back int64) {
+	for _, a := range s.ahead {
+		s.m.left.Records++
+		s.m.left.MaxAhead = max(s.m.left.MaxAhead, time.Duration(a.rec.Time-back))
+		s.bytes -= a.size()
+		s.m.put(a)
+	}
+	s.ahead, s.aheadB = s.ahead[:0], 0
+}
+
+// head returns the stream's earliest record, nil when it has none left.
+func (s *stream) head() *held {
+	if len(s.heap) == 0 {
+		return nil
+	}
+	return s.heap[0].h
+}
+
+// pop removes the head.
+func (s *stream) pop() *held {
+	h := s.heap.pop()
+	s.bytes -= h.size()
+	return h
+}
+
+// merger merges streams by their heads.
+type merger struct {
+	o          logs.ReadOptions
+	fn         func(*logs.Record)
+	files      []logs.File
+	left       LeftOut
+	open       []*stream // by head
+	free       []*held
+	batch      []held // made, not yet used
+	slab       []byte // for held records' bytes
+	total      int64
+	done       int64
+	doneClosed int64
+	records    int64
+}
+
+// pending is a file not yet opened, with the earliest time among its
+// first records.
+type pending struct {
+	index int
+	name  string
+	start int64
+	s     *stream // standard input, opened to date it
+}
+
+func (m *merger) run(names []string) error {
+	var queue []pending
+	if len(names) == 1 {
+		queue = append(queue, pending{index: 0, name: names[0]})
+	} else {
+		// Date every file by its first records, then open them in that
+		// order as the merge reaches them.
+		for i, n := range names {
+			s, err := m.openStream(i, n, n != "-")
+			if err != nil {
+				return err
+			}
+			p := pending{index: i, name: n, start: s.start}
+			if n == "-" {
+				p.s = s // it can be read only once: keep it
+			} else {
+				for _, h := range s.first {
+					m.put(h)
+				}
+				s.close()
+				m.files[i] = logs.File{}
+			}
+			queue = append(queue, p)
+		}
+		slices.SortStableFunc(queue, func(a, b pending) int {
+			switch {
+			case a.start < b.start:
+				return -1
+			case a.start > b.start:
+				return 1
+			}
+			return 0
+		})
+	}
+	var cur *held
+	for {
+		// Open the files the merge has reached.
+		for len(queue) > 0 && len(m.open) < maxOpen {
+			if h := m.headOf(); h != nil && sat(queue[0].start, -int64(openLead)) > h.rec.Time {
+				break
+			}
+			p := queue[0]
+			queue = queue[1:]
+			s := p.s
+			if s == nil {
+				var err error
+				if s, err = m.openStream(p.index, p.name, false); err != nil {
+					return err
+				}
+			}
+			if err := s.fill(); err != nil {
+				return err
+			}
+			if s.head() != nil {
+				m.open = append(m.open, s)
+			}
+		}
+		if len(m.open) == 0 {
+			break // the loop above opened every file left
+		}
+		// The earliest head goes next.
+		best := 0
+		for i, s := range m.open[1:] {
+			if before(s.head(), m.open[best].head()) {
+				best = i + 1
+			}
+		}
+		s := m.open[best]
+		if cur != nil {
+			m.put(cur)
+		}
+		cur = s.pop()
+		m.fn(&cur.rec)
+		if err := s.fill(); err != nil {
+			return err
+		}
+		if s.head() == nil {
+			m.open = slices.Delete(m.open, best, best+1)
+		}
+	}
+	return nil
+}
+
+// headOf returns the earliest head among the open streams.
+func (m *merger) headOf() *held {
+	var best *held
+	for _, s := range m.open {
+		if h := s.head(); h != nil && (best == nil || before(h, best)) {
+			best = h
+		}
+	}
+	return best
+}
+
+func (m *merger) progress() {
+	m.done = m.doneClosed
+	for _, s := range m.open {
+		m.done += s.cr.n
+	}
+	m.o.Progress(m.done, m.total)
+}
+
+// get returns a held record to fill, reused when one is free. New ones
+// are made in batches, as their bytes are (see bytes): a file's first
+// reorderBytes are thousands of records, and one allocation each was
+// most of the cost of holding them.
+func (m *merger) get() *held {
+	if n := len(m.free); n > 0 {
+		h := m.free[n-1]
+		m.free = m.free[:n-1]
+		return h
+	}
+	if len(m.batch) == 0 {
+		m.batch = make([]held, 128)
+	}
+	h := &m.batch[0]
+	m.batch = m.batch[1:]
+	return h
+}
+
+// bytes returns an empty slice with room for at least n bytes, cut from
+// a shared slab. A held record keeps its slice for the records it holds
+// next; a slab is freed when no record uses a slice of it.
+func (m *merger) bytes(n int) []byte {
+	n = (n + 63) &^ 63
+	if n > len(m.slab) {
+		if n > 16<<10 {
+			return make([]byte, 0, n)
+		}
+		m.slab = make([]byte, 256<<10)
+	}
+	b := m.slab[:0:n]
+	m.slab = m.slab[n:]
+	return b
+}
+
+// put frees a held record for reuse.
+func (m *merger) put(h *held) {
+	if len(m.free) < 1<<16 {
+		m.free = append(m.free, h)
+	}
+}
+
+// sat returns a+d, held within the int64 range (times of records
+// centuries away).
+func sat(a, d int64) int64 {
+	switch {
+	case d > 0 && a > math.MaxInt64-d:
+		return math.MaxInt64
+	case d < 0 && a < math.MinInt64-d:
+		return math.MinInt64
+	}
+	return a + d
+}
+
+// readError says which file could not be read and why, without the
+// system call's name an os.PathError carries, as logs.ReadFiles does.
+func readError(name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("read %s: %w", name, err)
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+// Read reads from the underlying reader, counting the bytes.
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,352 @@
+package replay
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/internal/logs"
+)
+
+// elasticLines returns the lines of the real Elastic log, unparsed one
+// included.
+func elasticLines(t *testing.T) []string {
+	t.Helper()
+	fh, err := os.Open(elastic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	zr, err := gzip.NewReader(fh)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+// writeLog writes lines to dir/name, gzip-compressed when name ends in
+// .gz, and returns its path.
+func writeLog(t *testing.T, dir, name string, lines []string) string {
+	t.Helper()
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	data := b.Bytes()
+	if strings.HasSuffix(name, ".gz") {
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		zw.Write(data)
+		zw.Close()
+		data = z.Bytes()
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestFileOrder: replay gives the answer of the requests in time order
+// whatever the order of the files: rotated logs listed newest first,
+// per-node logs of one period, shards of any order, standard input among
+// files. The sliding-window rule's numbers are those of the whole log
+// read as one file, and no request is replayed late.
+func TestFileOrder(t *testing.T) {
+	lines := elasticLines(t)
+	dir := t.TempDir()
+	chunks := func(n int) []string { // consecutive parts, as logrotate cuts
+		var out []string
+		size := (len(lines) + n - 1) / n
+		for i := 0; i < len(lines); i += size {
+			name := fmt.Sprintf("rotated%d-%d.log", n, i/size)
+			if i == 0 {
+				name += ".gz"
+			}
+			out = append(out, writeLog(t, dir, name, lines[i:min(i+size, len(lines))]))
+		}
+		return out
+	}
+	nodes := func(n int) []string { // line i to node i mod n: the same minutes in every file
+		parts := make([][]string, n)
+		for i, l := range lines {
+			parts[i%n] = append(parts[i%n], l)
+		}
+		var out []string
+		for i, p := range parts {
+			out = append(out, writeLog(t, dir, fmt.Sprintf("node%d-%d.log", n, i), p))
+		}
+		return out
+	}
+	reversed := func(s []string) []string { s = slices.Clone(s); slices.Reverse(s); return s }
+	shuffled := func(s []string) []string {
+		s = slices.Clone(s)
+		rand.New(rand.NewPCG(1, 2)).Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+		return s
+	}
+	halves := chunks(2)
+	rest := halves[1]
+	for _, tc := range []struct {
+		name  string
+		files []string
+		stdin string // a file read as standard input, named "-" in files
+	}{
+		{"halves in order", halves, ""},
+		{"halves reversed", reversed(halves), ""},
+		{"rotated, newest first", reversed(chunks(5)), ""},
+		{"rotated, shuffled", shuffled(chunks(12)), ""},
+		{"two nodes of one period", nodes(2), ""},
+		{"two nodes, reversed", reversed(nodes(2)), ""},
+		{"seven nodes, shuffled", shuffled(nodes(7)), ""},
+		{"second half from standard input, first", []string{"-", halves[0]}, rest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			set, err := AdHocRules([]string{"40/1m", "20/1m"}, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, elastic)
+			o := logs.ReadOptions{}
+			if tc.stdin != "" {
+				data, err := os.ReadFile(tc.stdin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o.Stdin = bytes.NewReader(data)
+			}
+			got := replayFiles(t, Options{Rules: set, LogOnly: true}, o, tc.files...)
+			if got.Lines != 10000 || got.Parsed != 9999 || got.Requests != 9999 || got.Order != (Order{}) {
+				t.Errorf("lines %d, parsed %d, requests %d, order %+v; want 10000, 9999, 9999 and all in order",
+					got.Lines, got.Parsed, got.Requests, got.Order)
+			}
+			if diff := cmp.Diff(got.Rules, want.Rules); diff != "" {
+				t.Errorf("rules (-got +want, the whole log as one file):\n%s", diff)
+			}
+			if got.From != want.From || got.To != want.To {
+				t.Errorf("from %s to %s, want %s to %s", got.From, got.To, want.From, want.To)
+			}
+		})
+	}
+}
+
+// clfLine is a common-format line of client at t.
+func clfLine(client string, t time.Time) string {
+	return fmt.Sprintf(`%s - - [%s] "GET /x HTTP/1.1" 200 1`, client, t.Format("02/Jan/2006:15:04:05 -0700"))
+}
+
+// TestFarAhead: a record dated far ahead of the records around it in its
+// file is left out and counted; a log that moves on (traffic after a
+// quiet day), a far-ahead last line, and a slow request logged late are
+// not.
+func TestFarAhead(t *testing.T) {
+	const s, h = time.Second, time.Hour
+	future := 20 * 365 * 24 * h
+	many := []time.Duration{0, s}
+	for i := range maxAhead + 1 {
+		many = append(many, future+time.Duration(i)*s)
+	}
+	many = append(many, 2*s, 3*s)
+	for _, tc := range []struct {
+		name     string
+		offsets  []time.Duration // line times, from t0, in file order
+		leftOut  int64
+		maxAhead time.Duration
+	}{
+		{"one line years ahead", []time.Duration{0, s, 2 * s, future, 3 * s, 4 * s}, 1, future - 3*s},
+		{"the first line years ahead", []time.Duration{future, 0, s, 2 * s}, 1, future},
+		{"three lines years ahead", []time.Duration{0, s, future, future + s, future + 2*s, 2 * s, 3 * s}, 3, future},
+		{"two days ahead, then back", []time.Duration{0, s, 48 * h, 2 * s}, 1, 48*h - 2*s},
+		{"the last line years ahead", []time.Duration{0, s, 2 * s, future}, 0, 0},
+		{"traffic after two quiet days", []time.Duration{0, s, 50 * h, 50*h + s, 50*h + 2*s}, 0, 0},
+		{"a slow request logged after a quiet day", []time.Duration{0, s, 25 * h, 25*h - 10*time.Minute, 25*h + s}, 0, 0},
+		{"more lines ahead than are held", many, 0, 0},
+		{"one line years behind", []time.Duration{0, s, -future, 2 * s}, 0, 0},
+		{"an hour ahead", []time.Duration{0, s, h, 2 * s, 3 * s}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lines []string
+			for _, off := range tc.offsets {
+				lines = append(lines, clfLine("192.0.2.1", t0.Add(off)))
+			}
+			name := writeLog(t, t.TempDir(), "a.log", lines)
+			var got []int64
+			files, left, err := ReadOrdered([]string{name}, logs.ReadOptions{}, func(r *logs.Record) { got = append(got, r.Time) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left.Records != tc.leftOut || left.MaxAhead != tc.maxAhead {
+				t.Errorf("left out %d, at most %v ahead; want %d, %v", left.Records, left.MaxAhead, tc.leftOut, tc.maxAhead)
+			}
+			if n := int64(len(got)) + left.Records; n != int64(len(tc.offsets)) || files[0].Parsed != int64(len(tc.offsets)) {
+				t.Errorf("%d records replayed and %d left out of %d parsed, want %d", len(got), left.Records, files[0].Parsed, len(tc.offsets))
+			}
+			if !slices.IsSorted(got) {
+				t.Errorf("records not in time order: %v", got)
+			}
+		})
+	}
+}
+
+// TestFarAheadDoesNotMoveTheClock: a line dated 2035 in the real log is
+// left out, said so, and the rules' numbers are those of the log without
+// it.
+func TestFarAheadDoesNotMoveTheClock(t *testing.T) {
+	lines := elasticLines(t)
+	bad := clfLine("192.0.2.1", time.Date(2035, 5, 17, 10, 5, 0, 0, time.UTC)) + ` "-" "` + browserUA + `"`
+	withBad := slices.Concat(lines[:100], []string{bad}, lines[100:])
+	dir := t.TempDir()
+	set, err := AdHocRules([]string{"40/1m"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, writeLog(t, dir, "good.log", lines))
+	got := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, writeLog(t, dir, "bad.log", withBad))
+	if got.Order.LeftOut != 1 || got.Order.LeftOutMaxAheadSeconds < 19*365*24*3600 || got.Order.Late != 0 {
+		t.Errorf("order = %+v, want 1 record left out, about 20 years ahead, none late", got.Order)
+	}
+	if diff := cmp.Diff(got.Rules, want.Rules); diff != "" {
+		t.Errorf("rules (-with the 2035 line +without):\n%s", diff)
+	}
+	if got.To != want.To {
+		t.Errorf("to = %s, want %s", got.To, want.To)
+	}
+}
+
+// TestLate: requests that reach the engine older than its clock are
+// counted, with how much older at most: given to Add out of order, or
+// read further out of order than a file's reorder bound.
+func TestLate(t *testing.T) {
+	set, err := AdHocRules([]string{"40/1m"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Options{Rules: set, LogOnly: true})
+	for _, off := range []time.Duration{10 * time.Second, 0, 5 * time.Second, 20 * time.Second} {
+		r.Add(context.Background(), record("192.0.2.1", "GET", "/", browserUA, t0.Add(off)))
+	}
+	if got, want := r.Result().Order, (Order{Late: 2, LateMaxSeconds: 10}); got != want {
+		t.Errorf("Add out of order: order = %+v, want %+v", got, want)
+	}
+
+	// More lines than a file's reorder bound holds, then one dated before
+	// all of them.
+	var lines []string
+	n := 2 * reorderBytes / heldOverhead
+	for i := range n {
+		lines = append(lines, clfLine(fmt.Sprintf("192.0.2.%d", i%200), t0.Add(time.Duration(i+1)*time.Millisecond)))
+	}
+	lines = append(lines, clfLine("192.0.2.1", t0))
+	res := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, writeLog(t, t.TempDir(), "big.log", lines))
+	if res.Order.Late != 1 || res.Order.LateMaxSeconds <= 0 || res.Order.LateMaxSeconds > float64(n)/1000 || res.Requests != int64(n+1) {
+		t.Errorf("order = %+v, requests %d; want 1 late by up to %gs, %d requests", res.Order, res.Requests, float64(n)/1000, n+1)
+	}
+}
+
+// TestManyOverlappingFiles: more files of one period than are read at
+// once are all read, every record once.
+func TestManyOverlappingFiles(t *testing.T) {
+	dir := t.TempDir()
+	var names []string
+	for f := range maxOpen + 8 {
+		var lines []string
+		for i := range 50 {
+			lines = append(lines, clfLine(fmt.Sprintf("192.0.2.%d", f), t0.Add(time.Duration(i*(maxOpen+8)+f)*time.Second)))
+		}
+		names = append(names, writeLog(t, dir, fmt.Sprintf("n%02d.log", f), lines))
+	}
+	seen := map[int64]int{}
+	files, left, err := ReadOrdered(names, logs.ReadOptions{}, func(r *logs.Record) { seen[r.Time]++ })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 50*(maxOpen+8) || left.Records != 0 || len(files) != maxOpen+8 {
+		t.Errorf("%d distinct records, %d left out, %d files; want %d, 0, %d", len(seen), left.Records, len(files), 50*(maxOpen+8), maxOpen+8)
+	}
+	for i, f := range files {
+		if f.Name != names[i] || f.Parsed != 50 {
+			t.Errorf("files[%d] = %+v, want %s with 50 records", i, f, names[i])
+		}
+	}
+	for tm, n := range seen {
+		if n != 1 {
+			t.Errorf("record at %d given %d times", tm, n)
+		}
+	}
+}
+
+// TestReadOrderedErrors: a file that cannot be read is an error naming it,
+// as logs.ReadFiles says it.
+func TestReadOrderedErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := writeLog(t, dir, "good.log", []string{clfLine("192.0.2.1", t0)})
+	corrupt := filepath.Join(dir, "corrupt.log.gz")
+	if err := os.WriteFile(corrupt, []byte("\x1f\x8b\x08\x00garbage that is not deflate"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, names := range [][]string{
+		{good, filepath.Join(dir, "missing.log")},
+		{corrupt},
+		{good, corrupt},
+	} {
+		_, _, err := ReadOrdered(names, logs.ReadOptions{}, func(*logs.Record) {})
+		_, wantErr := logs.ReadFiles(names, logs.ReadOptions{}, func(*logs.Record) {})
+		if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
+			t.Errorf("ReadOrdered(%q) = %v, want %v", names, err, wantErr)
+		}
+	}
+}
+
+// TestHeldCopiesEverySlice: a held record owns every byte it points to,
+// whatever fields Record gains: each []byte and [][]byte field is filled,
+// the source overwritten, and the copy must not change.
+func TestHeldCopiesEverySlice(t *testing.T) {
+	var src logs.Record
+	v := reflect.ValueOf(&src).Elem()
+	var buffers [][]byte
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Type() {
+		case reflect.TypeFor[[]byte]():
+			b := []byte(fmt.Sprintf("field-%d", i))
+			buffers = append(buffers, b)
+			f.SetBytes(b)
+		case reflect.TypeFor[[][]byte]():
+			a, b := []byte(fmt.Sprintf("field-%d-a", i)), []byte(fmt.Sprintf("field-%d-b", i))
+			buffers = append(buffers, a, b)
+			f.Set(reflect.ValueOf([][]byte{a, b}))
+		}
+	}
+	var h held
+	h.set(&src, &merger{})
+	want := fmt.Sprintf("%+v", h.rec)
+	for _, b := range buffers {
+		for i := range b {
+			b[i] = 'X'
+		}
+	}
+	if got := fmt.Sprintf("%+v", h.rec); got != want {
+		t.Errorf("held record changed with its source:\n got %s\nwant %s", got, want)
+	}
+}
