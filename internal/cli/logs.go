@@ -59,7 +59,7 @@ func runLogs(_ context.Context, env environ, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	top := fs.Int("top", 20, "list at most `N` clients (limited-clients, peak-rate)")
 	windows := fs.String("windows", "1m,5m", "peak-rate: window `lengths`, comma-separated")
-	show := fs.Bool("show-clients", false, "peak-rate: show clients as logged instead of hashed")
+	show := fs.Bool("show-clients", false, "show clients as logged instead of as keyed hashes (every query that lists clients: limited-clients, peak-rate)")
 	lf := addLogFlags(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -83,9 +83,9 @@ func runLogs(_ context.Context, env environ, args []string) error {
 		lc := query.NewLimitedClients()
 		add = lc.Add
 		finish = func(c logs.Counts, f []logs.File) (any, func(io.Writer)) {
-			r := lc.Result(*top)
+			r := lc.Result(*top, namer(env, *show))
 			fillSummary(&r.Summary, c, f)
-			return r, func(w io.Writer) { report.LimitedClientsTable(w, r) }
+			return r, func(w io.Writer) { report.LimitedClientsTable(w, r, *show) }
 		}
 	case "browsers-caught":
 		bc := query.NewBrowsersCaught()

@@ -50,6 +50,33 @@ func TestLogsCommand(t *testing.T) {
 	}
 }
 
+// TestLogsClientsHashed: the saved queries show a client address as a
+// keyed hash, in the table and the JSON, unless --show-clients; a
+// combined log's 429 and a WAF rate-based block alike.
+func TestLogsClientsHashed(t *testing.T) {
+	dir := t.TempDir()
+	for name, line := range map[string]string{
+		"combined.log": `198.51.100.7 - - [10/Oct/2026:13:55:37 +0000] "GET /a HTTP/1.1" 429 12 "-" "Mozilla/5.0 (X11; Linux) Firefox/120"`,
+		"waf.jsonl":    `{"timestamp":1791726937000,"action":"BLOCK","terminatingRuleId":"per-ip","terminatingRuleType":"RATE_BASED","httpRequest":{"clientIp":"198.51.100.7","uri":"/a","httpMethod":"GET","headers":[]}}`,
+	} {
+		log := filepath.Join(dir, name)
+		if err := os.WriteFile(log, []byte(line+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"limited-clients", "peak-rate"} {
+			for _, args := range [][]string{{}, {"--json"}, {"--show-clients"}, {"--show-clients", "--json"}} {
+				args = append([]string{"logs", q, log}, args...)
+				code, out, stderr := run(t, nil, args...)
+				shown := len(args) > 3 && args[3] == "--show-clients"
+				if has := strings.Contains(out, "198.51.100.7"); code != 0 || has != shown {
+					t.Errorf("floodgate %s: exit code %d, address shown %v, want %v:\n%s%s",
+						strings.Join(args, " "), code, has, shown, out, stderr)
+				}
+			}
+		}
+	}
+}
+
 func TestLogToolsUsage(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.log")
 	if err := os.WriteFile(empty, []byte("nothing to see\nhere\n"), 0o644); err != nil {

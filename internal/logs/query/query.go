@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/logs"
+	"github.com/floodgate/floodgate/internal/logs/baseline"
 	"github.com/floodgate/floodgate/internal/uaclass"
 )
 
@@ -53,8 +54,10 @@ type Summary struct {
 
 // A LimitedClient is a client that a rule refused, or would have.
 type LimitedClient struct {
-	// Client is the hashed client (access log), or the hashed counter key
-	// of one rule (decision log: the same client has one per rule).
+	// Client is the client as the report's Namer shows it: a keyed hash
+	// of the address (unless shown as logged), the hashed client of
+	// floodgate's access log, or the hashed counter key of one rule
+	// (decision log: the same client has one per rule).
 	Client string `json:"client"`
 	// Class is the client's User-Agent class, "unknown" in decision logs.
 	Class string `json:"class"`
@@ -94,6 +97,7 @@ type LimitedClients struct {
 
 type limitedState struct {
 	LimitedClient
+	hashed      bool // the log gives the client hashed
 	classes     [uaclass.NumClasses]int64
 	rules       map[string]bool
 	first, last int64
@@ -121,7 +125,7 @@ func (q *LimitedClients) Add(rec *logs.Record) {
 	}
 	st := m[string(rec.Client)]
 	if st == nil {
-		st = &limitedState{LimitedClient: LimitedClient{Client: string(rec.Client)}, rules: map[string]bool{}}
+		st = &limitedState{LimitedClient: LimitedClient{Client: string(rec.Client)}, hashed: rec.ClientHashed, rules: map[string]bool{}}
 		m[st.Client] = st
 	}
 	st.Requests++
@@ -169,8 +173,10 @@ func (q *LimitedClients) Add(rec *logs.Record) {
 }
 
 // Result returns the limited clients, most limited first (then by
-// requests, then by name), at most top of them (all if top ≤ 0).
-func (q *LimitedClients) Result(top int) *LimitedClientsResult {
+// requests, then by name), at most top of them (all if top ≤ 0), shown
+// by namer: an address as a keyed hash unless namer.Show, as every report
+// shows clients.
+func (q *LimitedClients) Result(top int, namer baseline.Namer) *LimitedClientsResult {
 	res := &LimitedClientsResult{Summary: q.sum, Clients: []LimitedClient{}}
 	m := q.clients
 	if q.sum.Requests == 0 && q.sum.Decisions > 0 {
@@ -196,6 +202,11 @@ func (q *LimitedClients) Result(top int) *LimitedClientsResult {
 	})
 	if top > 0 && len(res.Clients) > top {
 		res.Clients = res.Clients[:top]
+	}
+	// Named after sorting, so that ties keep the order of the clients as
+	// logged rather than of their hashes, whose key may be drawn per run.
+	for i := range res.Clients {
+		res.Clients[i].Client = namer.Name(res.Clients[i].Client, m[res.Clients[i].Client].hashed)
 	}
 	if q.sum.Requests == 0 && q.sum.Decisions == 0 {
 		res.Notes = append(res.Notes, "no records")

@@ -39,6 +39,9 @@ func read(t *testing.T, keep func(line string) bool, add ...func(*logs.Record)) 
 	}
 }
 
+// key hashes clients in tests.
+var key = baseline.Namer{Key: []byte("test")}
+
 func all(string) bool             { return true }
 func decisionsOnly(l string) bool { return strings.Contains(l, `"msg":"decision"`) }
 
@@ -50,7 +53,7 @@ func decisionsOnly(l string) bool { return strings.Contains(l, `"msg":"decision"
 func TestLimitedClients(t *testing.T) {
 	q := NewLimitedClients()
 	read(t, all, q.Add)
-	r := q.Result(0)
+	r := q.Result(0, key)
 	if r.Requests != 14 || r.Decisions != 28 || len(r.Notes) != 0 {
 		t.Errorf("summary = %+v", r.Summary)
 	}
@@ -80,7 +83,7 @@ func TestLimitedClients(t *testing.T) {
 	// The decision log alone: one client per rule key.
 	q = NewLimitedClients()
 	read(t, decisionsOnly, q.Add)
-	r = q.Result(1)
+	r = q.Result(1, key)
 	if len(r.Notes) != 1 || len(r.Clients) != 1 || r.Clients[0].Rules[0] != "shadow-requests" || r.Clients[0].WouldBlock != 5 {
 		t.Errorf("decision log: %+v", r)
 	}
@@ -145,11 +148,61 @@ func TestOtherFormats(t *testing.T) {
 		lc.Add(rd.Record())
 		bc.Add(rd.Record())
 	}
-	if r := lc.Result(0); len(r.Clients) != 1 || r.Clients[0].Blocked != 2 || r.Clients[0].Rules[0] != Status429 {
+	if r := lc.Result(0, key); len(r.Clients) != 1 || r.Clients[0].Blocked != 2 || r.Clients[0].Rules[0] != Status429 {
 		t.Errorf("limited-clients = %+v", r.Clients)
 	}
 	if r := bc.Result(); len(r.Rules) != 1 || r.Rules[0].Rule != Status429 || r.Rules[0].Requests != 2 {
 		t.Errorf("browsers-caught = %+v", r.Rules)
+	}
+}
+
+// TestLimitedClientsHashed: limited-clients shows a client address as a
+// keyed hash, as every report does, unless told to show clients as
+// logged; clients floodgate's logs give hashed are shown as they are.
+func TestLimitedClientsHashed(t *testing.T) {
+	const ua = `Mozilla/5.0 (X11; Linux) Firefox/120`
+	for _, tc := range []struct {
+		name, line, client string
+		format             logs.Format
+	}{
+		{"combined, 429", `198.51.100.7 - - [10/Oct/2026:13:55:37 +0000] "GET /a HTTP/1.1" 429 12 "-" "` + ua + `"`, "198.51.100.7", logs.Combined},
+		{"common, 429", `2001:db8::7 - - [10/Oct/2026:13:55:37 +0000] "GET /a HTTP/1.1" 429 12`, "2001:db8::7", logs.Common},
+		{"host name, 429", `crawler-7.example.net - - [10/Oct/2026:13:55:37 +0000] "GET /a HTTP/1.1" 429 12`, "crawler-7.example.net", logs.Common},
+		{"alb, 429", `http 2026-10-10T13:55:37.186641Z app/lb/1 198.51.100.7:2817 10.0.0.1:80 0.000 0.001 0.000 429 429 34 366 "GET http://www.example.com:80/a HTTP/1.1" "` + ua + `" - - arn:x "Root=1" "-" "-" 0 2026-10-10T13:55:37.000000Z "forward" "-" "-" "10.0.0.1:80" "429" "-" "-"`, "198.51.100.7", logs.ALB},
+		{"waf, rate-based block", `{"timestamp":1791726937000,"action":"BLOCK","terminatingRuleId":"per-ip","terminatingRuleType":"RATE_BASED","httpRequest":{"clientIp":"198.51.100.7","uri":"/a","httpMethod":"GET","headers":[{"name":"User-Agent","value":"` + ua + `"}]}}`, "198.51.100.7", logs.WAF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, show := range []bool{false, true} {
+				rd, err := logs.NewReader(strings.NewReader(tc.line+"\n"), tc.format)
+				if err != nil {
+					t.Fatal(err)
+				}
+				q := NewLimitedClients()
+				for rd.Next() {
+					q.Add(rd.Record())
+				}
+				namer := baseline.Namer{Key: []byte("test"), Show: show}
+				r := q.Result(0, namer)
+				if len(r.Clients) != 1 {
+					t.Fatalf("clients = %+v, want one", r.Clients)
+				}
+				want := namer.Name(tc.client, false)
+				if show != (want == tc.client) {
+					t.Fatalf("Namer.Name(%q) = %q", tc.client, want)
+				}
+				if got := r.Clients[0].Client; got != want {
+					t.Errorf("show %v: client = %q, want %q", show, got, want)
+				}
+			}
+		})
+	}
+	// floodgate's access log: the gateway's hashes, as they are.
+	q := NewLimitedClients()
+	read(t, all, q.Add)
+	for _, c := range q.Result(0, key).Clients {
+		if _, ok := q.clients[c.Client]; !ok {
+			t.Errorf("client %q is not one of the log's", c.Client)
+		}
 	}
 }
 
@@ -162,7 +215,7 @@ func TestJSONNames(t *testing.T) {
 		list string
 		keys []string
 	}{
-		{lc.Result(0), "clients", []string{"client", "class", "requests", "blocked", "would_block", "rules", "first", "last"}},
+		{lc.Result(0, key), "clients", []string{"client", "class", "requests", "blocked", "would_block", "rules", "first", "last"}},
 		{bc.Result(), "rules", []string{"rule", "requests", "blocked", "would_block", "clients", "top_paths", "first", "last"}},
 	} {
 		data, err := json.Marshal(tc.v)

@@ -230,10 +230,15 @@ func seconds(s float64) string {
 	return d.Round(time.Second).String()
 }
 
-// LimitedClientsTable writes r as a table.
-func LimitedClientsTable(w io.Writer, r *query.LimitedClientsResult) {
+// LimitedClientsTable writes r as a table. shown says whether clients
+// are shown as logged rather than hashed.
+func LimitedClientsTable(w io.Writer, r *query.LimitedClientsResult, shown bool) {
 	querySummary(w, &r.Summary)
-	fmt.Fprintf(w, "\nClients refused by a rule, or that would have been (%d)\n", len(r.Clients))
+	how := "hashed; --show-clients shows them as logged"
+	if shown {
+		how = "as logged"
+	}
+	fmt.Fprintf(w, "\nClients refused by a rule, or that would have been (%d; %s)\n", len(r.Clients), how)
 	tw := newTab(w)
 	fmt.Fprintln(tw, "CLIENT\tCLASS\tREQUESTS\tBLOCKED\tWOULD BLOCK\tRULES\tFIRST\tLAST")
 	for _, c := range r.Clients {
