@@ -77,6 +77,31 @@ func TestLogsClientsHashed(t *testing.T) {
 	}
 }
 
+// TestLogsEscapeLogContent: what a client writes into the log (a request
+// path) and what a crafted log holds (client, rule names) reach the
+// terminal escaped, never as control sequences.
+func TestLogsEscapeLogContent(t *testing.T) {
+	const ua = `Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0`
+	log := filepath.Join(t.TempDir(), "access.log")
+	lines := []string{
+		`{"time":"2026-12-02T14:19:17Z","msg":"access","method":"GET","path":"/a\u001b]0;owned\u0007\u001b[2J\r\nX","status":429,"route":"default","duration_ms":1,"ua":"` + ua + `","ua_class":"browser","client":"3d460942d0aee600","bytes":2,"blocked_by":"per-ip"}`,
+		`{"time":"2026-12-02T14:19:18Z","msg":"access","method":"GET","path":"/b","status":429,"route":"default","duration_ms":1,"ua":"` + ua + `","ua_class":"browser","client":"\u001b[2J\u001b]0;x\u0007","bytes":2,"blocked_by":"rule\u001b[31m\n","would_block":["\u009b1A"]}`,
+	}
+	if err := os.WriteFile(log, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"limited-clients", "browsers-caught", "peak-rate"} {
+		code, out, stderr := run(t, nil, "logs", q, log)
+		if code != 0 || strings.ContainsAny(out, "\x1b\x07\r\u009b") {
+			t.Errorf("logs %s: exit code %d, stdout:\n%q\n%s", q, code, out, stderr)
+		}
+	}
+	_, out, _ := run(t, nil, "logs", "browsers-caught", log)
+	if !strings.Contains(out, `/a\x1b]0;owned\a\x1b[2J\r\nX (1)`) {
+		t.Errorf("browsers-caught does not show the path escaped:\n%s", out)
+	}
+}
+
 func TestLogToolsUsage(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.log")
 	if err := os.WriteFile(empty, []byte("nothing to see\nhere\n"), 0o644); err != nil {

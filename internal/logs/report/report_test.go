@@ -44,7 +44,7 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-func baselineResult(t *testing.T) *baseline.Result {
+func baselineResult(t testing.TB) *baseline.Result {
 	t.Helper()
 	b := baseline.New(nil)
 	files, err := logs.ReadFiles([]string{excerpt}, logs.ReadOptions{}, func(r *logs.Record) { b.Add(r) })
@@ -57,12 +57,12 @@ func baselineResult(t *testing.T) *baseline.Result {
 	return r
 }
 
-func replayResult(t *testing.T) *replay.Result {
+func replayResult(t testing.TB) *replay.Result {
 	t.Helper()
 	return replayResultWith(t, []string{"100/5m", "20/1m"})
 }
 
-func replayResultWith(t *testing.T, limits []string) *replay.Result {
+func replayResultWith(t testing.TB, limits []string) *replay.Result {
 	t.Helper()
 	set, err := replay.AdHocRules(limits, "fixed_window")
 	if err != nil {

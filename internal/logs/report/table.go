@@ -28,16 +28,16 @@ func newTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0,
 
 // header writes the summary line and one line per file.
 func header(w io.Writer, title string, c logs.Counts, requests int64, clients int, from, to string, files []logs.File) {
-	fmt.Fprintf(w, "%s: %s lines, %s parsed, %s unparsed; %s %s from %s %s",
+	printf(w, "%s: %s lines, %s parsed, %s unparsed; %s %s from %s %s",
 		title, num(c.Lines), num(c.Parsed), num(c.Unparsed), num(requests), plural(requests, "request"), num(int64(clients)), plural(int64(clients), "client"))
 	if from != "" {
-		fmt.Fprintf(w, ", %s to %s", from, to)
+		printf(w, ", %s to %s", from, to)
 	}
 	fmt.Fprintln(w)
 	for _, f := range files {
-		fmt.Fprintf(w, "  %s: %s, %s lines, %s unparsed", filepath.Base(f.Name), f.Format, num(f.Lines), num(f.Unparsed))
+		printf(w, "  %s: %s, %s lines, %s unparsed", filepath.Base(f.Name), f.Format, num(f.Lines), num(f.Unparsed))
 		if f.FirstUnparsedLine > 0 {
-			fmt.Fprintf(w, " (first: line %d)", f.FirstUnparsedLine)
+			printf(w, " (first: line %d)", f.FirstUnparsedLine)
 		}
 		fmt.Fprintln(w)
 	}
@@ -70,7 +70,7 @@ func num(n int64) string {
 }
 
 func peakRow(tw io.Writer, window, class string, clients int, p baseline.Peaks) {
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", window, class, num(int64(clients)),
+	printf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", window, class, num(int64(clients)),
 		p.PeakP50, p.PeakP90, p.PeakP99, p.PeakP999, p.PeakMax)
 }
 
@@ -97,17 +97,17 @@ func topTable(w io.Writer, top []baseline.TopClient, windows []baseline.Window, 
 	if shown {
 		how = "as logged"
 	}
-	fmt.Fprintf(w, "\nTop clients (%s)\n", how)
+	printf(w, "\nTop clients (%s)\n", how)
 	tw := newTab(w)
 	fmt.Fprint(tw, "CLIENT\tCLASS\tREQUESTS")
 	for _, win := range windows {
-		fmt.Fprintf(tw, "\tPEAK %s", win.Window)
+		printf(tw, "\tPEAK %s", win.Window)
 	}
 	fmt.Fprintln(tw)
 	for _, c := range top {
-		fmt.Fprintf(tw, "%s\t%s\t%s", c.Client, c.Class, num(c.Requests))
+		printf(tw, "%s\t%s\t%s", c.Client, c.Class, num(c.Requests))
 		for _, win := range windows {
-			fmt.Fprintf(tw, "\t%d", c.Peaks[win.Window])
+			printf(tw, "\t%d", c.Peaks[win.Window])
 		}
 		fmt.Fprintln(tw)
 	}
@@ -130,7 +130,7 @@ func BaselineTable(w io.Writer, r *baseline.Result, shown bool) {
 		tw := newTab(w)
 		fmt.Fprintln(tw, "LIMIT\tREQUESTS\tCLIENTS\tBROWSER CLIENTS\tBASIS")
 		for _, s := range r.Suggestions {
-			fmt.Fprintf(tw, "%d/%s\t%s\t%s\t%s\t%s\n", s.Threshold, s.Window, num(s.WouldBlockRequests),
+			printf(tw, "%d/%s\t%s\t%s\t%s\t%s\n", s.Threshold, s.Window, num(s.WouldBlockRequests),
 				num(int64(s.WouldBlockClients)), num(int64(s.WouldBlockBrowserClients)), s.Basis)
 		}
 		tw.Flush()
@@ -143,13 +143,13 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	header(w, "floodgate replay ("+r.Mode+")", logs.Counts{Lines: r.Lines, Parsed: r.Parsed, Unparsed: r.Unparsed},
 		r.Requests, r.Clients, r.From, r.To, r.Files)
 	if r.Unrouted > 0 {
-		fmt.Fprintf(w, "  %s requests matched no route or were not HTTP (the gateway answers them 404 or 400 before any rule)\n", num(r.Unrouted))
+		printf(w, "  %s requests matched no route or were not HTTP (the gateway answers them 404 or 400 before any rule)\n", num(r.Unrouted))
 	}
 	for _, line := range orderLines(r.Order) {
-		fmt.Fprintf(w, "  %s\n", line)
+		printf(w, "  %s\n", line)
 	}
 	if r.StoreEvictions > 0 {
-		fmt.Fprintf(w, "  warning: the store evicted %s counters to stay within its key cap: counts are low; raise store.max_keys\n", num(int64(r.StoreEvictions)))
+		printf(w, "  warning: the store evicted %s counters to stay within its key cap: counts are low; raise store.max_keys\n", num(int64(r.StoreEvictions)))
 	}
 	fmt.Fprintln(w, "\nWhat each rule would have refused")
 	tw := newTab(w)
@@ -169,23 +169,23 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 				busiest = fmt.Sprintf("%s (%s)", strings.TrimSuffix(h.Hour, ":00:00Z")+"h", num(most))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rule.Name, rule.Action, limit, num(rule.Matched),
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rule.Name, rule.Action, limit, num(rule.Matched),
 			num(rule.WouldBlockRequests), num(int64(rule.WouldBlockClients)), num(int64(rule.WouldBlockBrowserClients)), busiest)
 		for _, c := range rule.Candidates {
-			fmt.Fprintf(tw, "  candidate\t\t%s\t\t%s\t%s\t%s\t\n", c.Limit, num(c.WouldBlockRequests),
+			printf(tw, "  candidate\t\t%s\t\t%s\t%s\t%s\t\n", c.Limit, num(c.WouldBlockRequests),
 				num(int64(c.WouldBlockClients)), num(int64(c.WouldBlockBrowserClients)))
 		}
 	}
 	tw.Flush()
 	for _, rule := range r.Rules {
 		if rule.Errors > 0 {
-			fmt.Fprintf(w, "  %s: %s evaluations failed (the rule was skipped for them, as the gateway does)\n", rule.Name, num(rule.Errors))
+			printf(w, "  %s: %s evaluations failed (the rule was skipped for them, as the gateway does)\n", rule.Name, num(rule.Errors))
 		}
 		switch {
 		case rule.Unmeasured:
-			fmt.Fprintf(w, "  %s: its cost, %s, cannot be replayed from this log: no request in it records how long the upstream took (ALB and floodgate logs do, common and combined logs do not)\n", rule.Name, rule.Cost)
+			printf(w, "  %s: its cost, %s, cannot be replayed from this log: no request in it records how long the upstream took (ALB and floodgate logs do, common and combined logs do not)\n", rule.Name, rule.Cost)
 		case rule.Cost != "":
-			fmt.Fprintf(w, "  %s: charged %g in %s\n", rule.Name, rule.Charged, rule.Cost)
+			printf(w, "  %s: charged %g in %s\n", rule.Name, rule.Charged, rule.Cost)
 		}
 	}
 	if r.Requests > 0 && len(r.Windows) > 0 {
@@ -238,11 +238,11 @@ func LimitedClientsTable(w io.Writer, r *query.LimitedClientsResult, shown bool)
 	if shown {
 		how = "as logged"
 	}
-	fmt.Fprintf(w, "\nClients refused by a rule, or that would have been (%d; %s)\n", len(r.Clients), how)
+	printf(w, "\nClients refused by a rule, or that would have been (%d; %s)\n", len(r.Clients), how)
 	tw := newTab(w)
 	fmt.Fprintln(tw, "CLIENT\tCLASS\tREQUESTS\tBLOCKED\tWOULD BLOCK\tRULES\tFIRST\tLAST")
 	for _, c := range r.Clients {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Client, c.Class, num(c.Requests), num(c.Blocked),
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Client, c.Class, num(c.Requests), num(c.Blocked),
 			num(c.WouldBlock), strings.Join(c.Rules, ","), c.First, c.Last)
 	}
 	tw.Flush()
@@ -251,7 +251,7 @@ func LimitedClientsTable(w io.Writer, r *query.LimitedClientsResult, shown bool)
 // BrowsersCaughtTable writes r as a table.
 func BrowsersCaughtTable(w io.Writer, r *query.BrowsersCaughtResult) {
 	querySummary(w, &r.Summary)
-	fmt.Fprintf(w, "\nBrowser requests caught by a rule (of %s browser requests)\n", num(r.BrowserRequests))
+	printf(w, "\nBrowser requests caught by a rule (of %s browser requests)\n", num(r.BrowserRequests))
 	tw := newTab(w)
 	fmt.Fprintln(tw, "RULE\tREQUESTS\tBLOCKED\tWOULD BLOCK\tCLIENTS\tTOP PATHS")
 	for _, c := range r.Rules {
@@ -259,7 +259,7 @@ func BrowsersCaughtTable(w io.Writer, r *query.BrowsersCaughtResult) {
 		for i, p := range c.TopPaths {
 			paths[i] = fmt.Sprintf("%s (%s)", p.Path, num(p.Requests))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Rule, num(c.Requests), num(c.Blocked), num(c.WouldBlock),
+		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Rule, num(c.Requests), num(c.Blocked), num(c.WouldBlock),
 			num(int64(c.Clients)), strings.Join(paths, ", "))
 	}
 	tw.Flush()
@@ -276,12 +276,12 @@ func PeakRateTable(w io.Writer, r *query.PeakRateResult, shown bool) {
 }
 
 func querySummary(w io.Writer, s *query.Summary) {
-	fmt.Fprintf(w, "floodgate logs %s: %s lines, %s parsed, %s unparsed; %s access records, %s decision records\n",
+	printf(w, "floodgate logs %s: %s lines, %s parsed, %s unparsed; %s access records, %s decision records\n",
 		s.Query, num(s.Lines), num(s.Parsed), num(s.Unparsed), num(s.Requests), num(s.Decisions))
 	for _, f := range s.Files {
-		fmt.Fprintf(w, "  %s: %s, %s lines, %s unparsed\n", filepath.Base(f.Name), f.Format, num(f.Lines), num(f.Unparsed))
+		printf(w, "  %s: %s, %s lines, %s unparsed\n", filepath.Base(f.Name), f.Format, num(f.Lines), num(f.Unparsed))
 	}
 	for _, n := range slices.Clone(s.Notes) {
-		fmt.Fprintf(w, "  note: %s\n", n)
+		printf(w, "  note: %s\n", n)
 	}
 }
