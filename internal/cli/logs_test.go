@@ -102,6 +102,23 @@ func TestLogsEscapeLogContent(t *testing.T) {
 	}
 }
 
+// TestLogsUpstream429: in floodgate's access log, a 429 without
+// blocked_by is the upstream's answer, forwarded: no query counts it as
+// floodgate's refusal.
+func TestLogsUpstream429(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "access.log")
+	line := `{"time":"2026-12-02T14:19:17.875Z","msg":"access","method":"GET","path":"/x","status":429,"route":"default","duration_ms":1.665,"ua":"Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0","ua_class":"browser","client":"3d460942d0aee600","bytes":2}`
+	if err := os.WriteFile(log, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v := decode(t, nil, "logs", "limited-clients", "--json", log); len(v["clients"].([]any)) != 0 {
+		t.Errorf("limited-clients = %v, want no client", v["clients"])
+	}
+	if v := decode(t, nil, "logs", "browsers-caught", "--json", log); len(v["rules"].([]any)) != 0 || v["browser_requests"] != 1.0 {
+		t.Errorf("browsers-caught = rules %v of %v browser requests, want none of 1", v["rules"], v["browser_requests"])
+	}
+}
+
 func TestLogToolsUsage(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "empty.log")
 	if err := os.WriteFile(empty, []byte("nothing to see\nhere\n"), 0o644); err != nil {

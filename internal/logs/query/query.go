@@ -15,7 +15,8 @@
 // only counted. The decision log alone answers per rule counter key (one
 // client under two rules has two keys). Other formats work where they
 // carry the answer: a 429 in a common, combined or ALB log counts as
-// limited by an unnamed rule, "(429)".
+// limited by an unnamed rule, "(429)". In floodgate's access log only
+// blocked_by says floodgate refused: a 429 without it is the upstream's.
 package query
 
 import (
@@ -146,7 +147,7 @@ func (q *LimitedClients) Add(rec *logs.Record) {
 		if len(rec.BlockedBy) > 0 {
 			blocked = true
 			st.rules[string(rec.BlockedBy)] = true
-		} else if rec.Status == 429 && len(rec.WouldBlock) == 0 {
+		} else if unnamed429(rec) {
 			blocked = true
 			st.rules[Status429] = true
 		}
@@ -291,7 +292,7 @@ func (q *BrowsersCaught) Add(rec *logs.Record) {
 	q.browsers++
 	if len(rec.BlockedBy) > 0 {
 		q.caught(q.rules, string(rec.BlockedBy), rec, true)
-	} else if rec.Status == 429 && len(rec.WouldBlock) == 0 {
+	} else if unnamed429(rec) {
 		q.caught(q.rules, Status429, rec, true)
 	}
 	for _, r := range rec.WouldBlock {
@@ -347,6 +348,16 @@ func (q *BrowsersCaught) Result() *BrowsersCaughtResult {
 		res.Notes = append(res.Notes, "no request came from a browser (or the log records no User-Agent)")
 	}
 	return res
+}
+
+// unnamed429 reports whether rec is a request answered 429 by a rule the
+// log does not name (Status429): a 429 of a log that does not say who
+// refused (common, combined, ALB; WAF outside rate-based rules). In
+// floodgate's access log blocked_by says when floodgate refused, and
+// a 429 without it is the upstream's own answer, forwarded. Only
+// floodgate's logs give clients hashed, which tells its records apart.
+func unnamed429(rec *logs.Record) bool {
+	return rec.Status == 429 && len(rec.WouldBlock) == 0 && !rec.ClientHashed
 }
 
 // classOf is a record's class: the log's, or its User-Agent's.

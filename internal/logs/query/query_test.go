@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -203,6 +204,66 @@ func TestLimitedClientsHashed(t *testing.T) {
 		if _, ok := q.clients[c.Client]; !ok {
 			t.Errorf("client %q is not one of the log's", c.Client)
 		}
+	}
+}
+
+// TestWho429: a 429 counts as floodgate's refusal in floodgate's access
+// log only when blocked_by names the rule (a 429 without it is the
+// upstream's, forwarded); in logs that do not say who refused, as the
+// unnamed rule (429).
+func TestWho429(t *testing.T) {
+	const ua = `Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0`
+	access := func(extra string) string {
+		return `{"time":"2026-12-02T14:19:17.875Z","msg":"access","method":"GET","path":"/x","status":429,"route":"default","duration_ms":1.665,"ua":"` + ua + `","ua_class":"browser","client":"3d460942d0aee600","bytes":2` + extra + `}`
+	}
+	for _, tc := range []struct {
+		name, line string
+		format     logs.Format
+		rule       string // "": not limited
+		blocked    bool
+	}{
+		{"floodgate, the upstream's 429", access(""), logs.Floodgate, "", false},
+		{"floodgate, blocked by a rule", access(`,"blocked_by":"per-ip"`), logs.Floodgate, "per-ip", true},
+		{"floodgate, the upstream's 429 and a would-block", access(`,"would_block":["shadow"]`), logs.Floodgate, "shadow", false},
+		{"combined", `192.0.2.7 - - [17/May/2015:10:05:03 +0000] "GET / HTTP/1.1" 429 0 "-" "` + ua + `"`, logs.Combined, Status429, true},
+		{"alb", `http 2026-10-10T13:55:37.186641Z app/lb/1 198.51.100.7:2817 10.0.0.1:80 0.000 0.001 0.000 429 429 34 366 "GET http://www.example.com:80/a HTTP/1.1" "` + ua + `" - - arn:x "Root=1" "-" "-" 0 2026-10-10T13:55:37.000000Z "forward" "-" "-" "10.0.0.1:80" "429" "-" "-"`, logs.ALB, Status429, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rd, err := logs.NewReader(strings.NewReader(tc.line+"\n"), tc.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lc, bc := NewLimitedClients(), NewBrowsersCaught()
+			n := 0
+			for rd.Next() {
+				lc.Add(rd.Record())
+				bc.Add(rd.Record())
+				n++
+			}
+			if n != 1 {
+				t.Fatalf("%d records parsed, want 1", n)
+			}
+			clients, rules := lc.Result(0, key).Clients, bc.Result().Rules
+			if tc.rule == "" {
+				if len(clients) != 0 || len(rules) != 0 {
+					t.Errorf("limited-clients %+v, browsers-caught %+v; want neither", clients, rules)
+				}
+				return
+			}
+			want := LimitedClient{Requests: 1, Rules: []string{tc.rule}}
+			if tc.blocked {
+				want.Blocked = 1
+			} else {
+				want.WouldBlock = 1
+			}
+			if len(clients) != 1 || clients[0].Blocked != want.Blocked || clients[0].WouldBlock != want.WouldBlock ||
+				!slices.Equal(clients[0].Rules, want.Rules) {
+				t.Errorf("limited-clients = %+v, want one client %+v", clients, want)
+			}
+			if len(rules) != 1 || rules[0].Rule != tc.rule || rules[0].Blocked != want.Blocked || rules[0].WouldBlock != want.WouldBlock {
+				t.Errorf("browsers-caught = %+v, want %s with blocked %d, would block %d", rules, tc.rule, want.Blocked, want.WouldBlock)
+			}
+		})
 	}
 }
 
