@@ -50,7 +50,9 @@ func (q *PeakRate) Add(rec *logs.Record) {
 		return // deny and allow decisions have no key
 	}
 	q.key = append(append(append(q.key[:0], rec.Rule...), ':'), rec.Client...)
-	q.rec = logs.Record{Kind: logs.KindRequest, Time: rec.Time, Client: q.key, ClientHashed: true}
+	// The decision log has no User-Agent but its class (ua_class), which
+	// classes the key's requests as the access log's records are.
+	q.rec = logs.Record{Kind: logs.KindRequest, Time: rec.Time, Client: q.key, ClientHashed: true, Class: rec.Class}
 	q.decisions.Add(&q.rec)
 }
 

@@ -137,6 +137,18 @@ func TestPeakRate(t *testing.T) {
 	if len(r.Notes) != 1 || r.Clients != 6 || r.Windows[0].PeakMax != 8 {
 		t.Errorf("peak-rate from decisions = %+v", r)
 	}
+	// The keys have their requests' class, from the records' ua_class:
+	// each rule's key of the browser, of the script and of the crawler.
+	classes := map[string]int{}
+	for c, p := range r.Windows[0].ByClass {
+		classes[c] = p.Clients
+	}
+	if want := map[string]int{"browser": 2, "script": 2, "crawler": 2}; !cmp.Equal(classes, want) {
+		t.Errorf("peak-rate from decisions: clients by class %v, want %v", classes, want)
+	}
+	if len(r.TopClients) == 0 || r.TopClients[0].Class != "browser" || r.TopClients[0].Peaks["1m"] != 8 {
+		t.Errorf("peak-rate from decisions: top clients %+v, want a browser's key first, peak 8", r.TopClients)
+	}
 }
 
 // TestOtherFormats: a 429 in a combined log counts as limited by an
