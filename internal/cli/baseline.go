@@ -24,7 +24,7 @@ func runBaseline(_ context.Context, env environ, args []string) error {
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
 	htmlFile := fs.String("html", "", "also write a self-contained HTML report with charts to `file`")
 	windows := fs.String("windows", "1m,5m", "window `lengths` to measure peaks over, comma-separated")
-	top := fs.Int("top", 10, "list the `N` busiest clients (0: none)")
+	top := fs.Int("top", 10, "list at most the `N` busiest clients (0: none)")
 	show := fs.Bool("show-clients", false, "show clients as logged instead of as keyed hashes")
 	lf := addLogFlags(fs)
 	files, err := parseInterleaved(fs, args)

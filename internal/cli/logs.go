@@ -57,7 +57,7 @@ func gatewayHasher(env environ) (*telemetry.KeyHasher, error) {
 func runLogs(_ context.Context, env environ, args []string) error {
 	fs := newFlags(env, "logs", logsSynopsis)
 	asJSON := fs.Bool("json", false, "print JSON instead of tables")
-	top := fs.Int("top", 20, "list at most `N` clients (limited-clients, peak-rate)")
+	top := fs.Int("top", 20, "list at most `N` clients (limited-clients, peak-rate; 0: none)")
 	windows := fs.String("windows", "1m,5m", "peak-rate: window `lengths`, comma-separated")
 	show := fs.Bool("show-clients", false, "show clients as logged instead of as keyed hashes (every query that lists clients: limited-clients, peak-rate)")
 	lf := addLogFlags(fs)
@@ -75,6 +75,9 @@ func runLogs(_ context.Context, env environ, args []string) error {
 	ws, err := parseWindows(*windows)
 	if err != nil {
 		return usageError{fmt.Errorf("--windows: %w", err)}
+	}
+	if *top < 0 {
+		return usageError{errors.New("--top: want 0 or more")}
 	}
 	var add func(*logs.Record)
 	var finish func(logs.Counts, []logs.File) (any, func(io.Writer))

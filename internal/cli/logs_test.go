@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -116,6 +117,36 @@ func TestLogsUpstream429(t *testing.T) {
 	}
 	if v := decode(t, nil, "logs", "browsers-caught", "--json", log); len(v["rules"].([]any)) != 0 || v["browser_requests"] != 1.0 {
 		t.Errorf("browsers-caught = rules %v of %v browser requests, want none of 1", v["rules"], v["browser_requests"])
+	}
+}
+
+// TestTop: --top means one thing in every command that lists clients:
+// at most N of them, none for 0, and a negative N is a usage error.
+func TestTop(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		list string // the JSON list of clients
+		all  int    // how many clients there are to list
+	}{
+		{[]string{"baseline", excerptLog}, "top_clients", 49},
+		{[]string{"logs", "peak-rate", floodgateLog}, "top_clients", 3},
+		{[]string{"logs", "limited-clients", floodgateLog}, "clients", 2},
+	} {
+		name := strings.Join(tc.args[:len(tc.args)-1], " ")
+		for _, n := range []int{0, 1, 2, 50} {
+			v := decode(t, nil, append(tc.args, "--json", "--top", strconv.Itoa(n))...)
+			if got, want := len(v[tc.list].([]any)), min(n, tc.all); got != want {
+				t.Errorf("%s --top %d: %d clients listed, want %d", name, n, got, want)
+			}
+			if tc.list == "clients" && v["limited"] != float64(tc.all) {
+				t.Errorf("%s --top %d: limited = %v, want %d", name, n, v["limited"], tc.all)
+			}
+		}
+		for _, n := range []string{"-1", "-20"} {
+			if code, _, stderr := run(t, nil, append(tc.args, "--top", n)...); code != 2 || !strings.Contains(stderr, "--top: want 0 or more") {
+				t.Errorf("%s --top %s: exit code %d, want 2 (usage)\n%s", name, n, code, stderr)
+			}
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package query
 
 import (
+	"math"
 	"time"
 
 	"github.com/floodgate/floodgate/internal/logs"
@@ -56,8 +57,15 @@ func (q *PeakRate) Add(rec *logs.Record) {
 	q.decisions.Add(&q.rec)
 }
 
-// Result returns the peaks and the top clients (top of them; default 10).
+// Result returns the peaks and the clients with the highest peaks, at
+// most top of them (none if top is 0, all if it is negative).
 func (q *PeakRate) Result(top int, namer baseline.Namer) *PeakRateResult {
+	switch {
+	case top == 0:
+		top = -1 // baseline's none
+	case top < 0:
+		top = math.MaxInt
+	}
 	b := q.requests
 	res := &PeakRateResult{Summary: q.sum}
 	if q.sum.Requests == 0 && q.sum.Decisions > 0 {

@@ -80,7 +80,9 @@ type LimitedClient struct {
 // LimitedClientsResult is the answer of LimitedClients.
 type LimitedClientsResult struct {
 	Summary
-	// Clients are the limited clients, most limited first.
+	// Limited counts the limited clients; Clients lists the first of
+	// them, most limited first (as many as asked).
+	Limited int             `json:"limited"`
 	Clients []LimitedClient `json:"clients"`
 }
 
@@ -174,9 +176,9 @@ func (q *LimitedClients) Add(rec *logs.Record) {
 }
 
 // Result returns the limited clients, most limited first (then by
-// requests, then by name), at most top of them (all if top ≤ 0), shown
-// by namer: an address as a keyed hash unless namer.Show, as every report
-// shows clients.
+// requests, then by name), at most top of them (none if top is 0, all if
+// it is negative), shown by namer: an address as a keyed hash unless
+// namer.Show, as every report shows clients.
 func (q *LimitedClients) Result(top int, namer baseline.Namer) *LimitedClientsResult {
 	res := &LimitedClientsResult{Summary: q.sum, Clients: []LimitedClient{}}
 	m := q.clients
@@ -201,7 +203,8 @@ func (q *LimitedClients) Result(top int, namer baseline.Namer) *LimitedClientsRe
 		return cmp.Or(-cmp.Compare(a.Blocked+a.WouldBlock, b.Blocked+b.WouldBlock),
 			-cmp.Compare(a.Requests, b.Requests), cmp.Compare(a.Client, b.Client))
 	})
-	if top > 0 && len(res.Clients) > top {
+	res.Limited = len(res.Clients)
+	if top >= 0 && len(res.Clients) > top {
 		res.Clients = res.Clients[:top]
 	}
 	// Named after sorting, so that ties keep the order of the clients as

@@ -54,7 +54,7 @@ func decisionsOnly(l string) bool { return strings.Contains(l, `"msg":"decision"
 func TestLimitedClients(t *testing.T) {
 	q := NewLimitedClients()
 	read(t, all, q.Add)
-	r := q.Result(0, key)
+	r := q.Result(-1, key)
 	if r.Requests != 14 || r.Decisions != 28 || len(r.Notes) != 0 {
 		t.Errorf("summary = %+v", r.Summary)
 	}
@@ -132,7 +132,7 @@ func TestPeakRate(t *testing.T) {
 	}
 	q = NewPeakRate(nil)
 	read(t, decisionsOnly, q.Add)
-	r = q.Result(0, baseline.Namer{})
+	r = q.Result(-1, baseline.Namer{})
 	// 2 rules × 3 clients, each rule key with the client's requests.
 	if len(r.Notes) != 1 || r.Clients != 6 || r.Windows[0].PeakMax != 8 {
 		t.Errorf("peak-rate from decisions = %+v", r)
@@ -161,7 +161,7 @@ func TestOtherFormats(t *testing.T) {
 		lc.Add(rd.Record())
 		bc.Add(rd.Record())
 	}
-	if r := lc.Result(0, key); len(r.Clients) != 1 || r.Clients[0].Blocked != 2 || r.Clients[0].Rules[0] != Status429 {
+	if r := lc.Result(-1, key); len(r.Clients) != 1 || r.Clients[0].Blocked != 2 || r.Clients[0].Rules[0] != Status429 {
 		t.Errorf("limited-clients = %+v", r.Clients)
 	}
 	if r := bc.Result(); len(r.Rules) != 1 || r.Rules[0].Rule != Status429 || r.Rules[0].Requests != 2 {
@@ -195,7 +195,7 @@ func TestLimitedClientsHashed(t *testing.T) {
 					q.Add(rd.Record())
 				}
 				namer := baseline.Namer{Key: []byte("test"), Show: show}
-				r := q.Result(0, namer)
+				r := q.Result(-1, namer)
 				if len(r.Clients) != 1 {
 					t.Fatalf("clients = %+v, want one", r.Clients)
 				}
@@ -212,7 +212,7 @@ func TestLimitedClientsHashed(t *testing.T) {
 	// floodgate's access log: the gateway's hashes, as they are.
 	q := NewLimitedClients()
 	read(t, all, q.Add)
-	for _, c := range q.Result(0, key).Clients {
+	for _, c := range q.Result(-1, key).Clients {
 		if _, ok := q.clients[c.Client]; !ok {
 			t.Errorf("client %q is not one of the log's", c.Client)
 		}
@@ -255,7 +255,7 @@ func TestWho429(t *testing.T) {
 			if n != 1 {
 				t.Fatalf("%d records parsed, want 1", n)
 			}
-			clients, rules := lc.Result(0, key).Clients, bc.Result().Rules
+			clients, rules := lc.Result(-1, key).Clients, bc.Result().Rules
 			if tc.rule == "" {
 				if len(clients) != 0 || len(rules) != 0 {
 					t.Errorf("limited-clients %+v, browsers-caught %+v; want neither", clients, rules)
@@ -288,7 +288,7 @@ func TestJSONNames(t *testing.T) {
 		list string
 		keys []string
 	}{
-		{lc.Result(0, key), "clients", []string{"client", "class", "requests", "blocked", "would_block", "rules", "first", "last"}},
+		{lc.Result(-1, key), "clients", []string{"client", "class", "requests", "blocked", "would_block", "rules", "first", "last"}},
 		{bc.Result(), "rules", []string{"rule", "requests", "blocked", "would_block", "clients", "top_paths", "first", "last"}},
 	} {
 		data, err := json.Marshal(tc.v)

@@ -238,7 +238,11 @@ func LimitedClientsTable(w io.Writer, r *query.LimitedClientsResult, shown bool)
 	if shown {
 		how = "as logged"
 	}
-	printf(w, "\nClients refused by a rule, or that would have been (%d; %s)\n", len(r.Clients), how)
+	count := num(int64(r.Limited))
+	if len(r.Clients) < r.Limited {
+		count += ", the first " + num(int64(len(r.Clients))) + " listed"
+	}
+	printf(w, "\nClients refused by a rule, or that would have been: %s (%s)\n", count, how)
 	tw := newTab(w)
 	fmt.Fprintln(tw, "CLIENT\tCLASS\tREQUESTS\tBLOCKED\tWOULD BLOCK\tRULES\tFIRST\tLAST")
 	for _, c := range r.Clients {
