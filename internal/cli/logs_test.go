@@ -103,6 +103,33 @@ func TestLogsEscapeLogContent(t *testing.T) {
 	}
 }
 
+// TestBrowsersCaughtFromDecisions: from a decision log alone the number
+// of all browser requests is not known, and is not printed as 0.
+func TestBrowsersCaughtFromDecisions(t *testing.T) {
+	data, err := os.ReadFile(floodgateLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decisions []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if strings.Contains(l, `"msg":"decision"`) {
+			decisions = append(decisions, l)
+		}
+	}
+	log := filepath.Join(t.TempDir(), "decision.log")
+	if err := os.WriteFile(log, []byte(strings.Join(decisions, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, nil, "logs", "browsers-caught", log)
+	if code != 0 || strings.Contains(out, "(of ") || !strings.Contains(out, "how many requests came from browsers in all (browser_requests) is not known") {
+		t.Errorf("exit code %d, stdout:\n%s%s", code, out, stderr)
+	}
+	v := decode(t, nil, "logs", "browsers-caught", "--json", log)
+	if n, ok := v["browser_requests"]; !ok || n != nil || len(v["rules"].([]any)) != 2 {
+		t.Errorf("browser_requests = %v, rules %v; want null, 2 rules", n, v["rules"])
+	}
+}
+
 // TestLogsUpstream429: in floodgate's access log, a 429 without
 // blocked_by is the upstream's answer, forwarded: no query counts it as
 // floodgate's refusal.

@@ -247,8 +247,10 @@ type PathCount struct {
 type BrowsersCaughtResult struct {
 	Summary
 	// BrowserRequests counts every request from a browser, caught or
-	// not, to put Requests in proportion.
-	BrowserRequests int64 `json:"browser_requests"`
+	// not, to put Requests in proportion; nil (null) when the input
+	// cannot say: a decision log records only the requests some rule
+	// decided on.
+	BrowserRequests *int64 `json:"browser_requests"`
 	// Rules are the rules that caught some, most first.
 	Rules []CaughtRule `json:"rules"`
 }
@@ -325,11 +327,13 @@ func (q *BrowsersCaught) caught(m map[string]*caughtState, rule string, rec *log
 
 // Result returns the rules that caught browser traffic, most first.
 func (q *BrowsersCaught) Result() *BrowsersCaughtResult {
-	res := &BrowsersCaughtResult{Summary: q.sum, BrowserRequests: q.browsers, Rules: []CaughtRule{}}
+	browsers := q.browsers
+	res := &BrowsersCaughtResult{Summary: q.sum, BrowserRequests: &browsers, Rules: []CaughtRule{}}
 	m := q.rules
 	if q.sum.Requests == 0 && q.sum.Decisions > 0 {
 		m = q.byKey
-		res.Notes = append(res.Notes, "from the decision log: clients are rule counter keys, and browser_requests (all browser requests) is not known")
+		res.BrowserRequests = nil
+		res.Notes = append(res.Notes, "from the decision log: clients are rule counter keys, and how many requests came from browsers in all (browser_requests) is not known")
 	}
 	for _, st := range m {
 		c := st.CaughtRule

@@ -255,7 +255,11 @@ func LimitedClientsTable(w io.Writer, r *query.LimitedClientsResult, shown bool)
 // BrowsersCaughtTable writes r as a table.
 func BrowsersCaughtTable(w io.Writer, r *query.BrowsersCaughtResult) {
 	querySummary(w, &r.Summary)
-	printf(w, "\nBrowser requests caught by a rule (of %s browser requests)\n", num(r.BrowserRequests))
+	if r.BrowserRequests != nil {
+		printf(w, "\nBrowser requests caught by a rule (of %s browser requests)\n", num(*r.BrowserRequests))
+	} else {
+		printf(w, "\nBrowser requests caught by a rule\n")
+	}
 	tw := newTab(w)
 	fmt.Fprintln(tw, "RULE\tREQUESTS\tBLOCKED\tWOULD BLOCK\tCLIENTS\tTOP PATHS")
 	for _, c := range r.Rules {
