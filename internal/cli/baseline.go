@@ -41,6 +41,11 @@ func runBaseline(_ context.Context, env environ, args []string) error {
 	if *top < 0 {
 		return usageError{errors.New("--top: want 0 or more")}
 	}
+	html, err := openHTML(*htmlFile)
+	if err != nil {
+		return err
+	}
+	defer html.abandon()
 	b := baseline.New(ws)
 	read, counts, err := readLogs(env, files, lf, func(r *logs.Record) { b.Add(r) })
 	if err != nil {
@@ -55,8 +60,8 @@ func runBaseline(_ context.Context, env environ, args []string) error {
 	}
 	res := b.Result(baseline.ResultOptions{Top: n, Namer: namer(env, *show)})
 	res.Lines, res.Parsed, res.Unparsed, res.Files = counts.Lines, counts.Parsed, counts.Unparsed, read
-	if *htmlFile != "" {
-		if err := writeHTML(env, *htmlFile, func(w io.Writer) error { return report.BaselineHTML(w, res) }); err != nil {
+	if html != nil {
+		if err := html.write(env, func(w io.Writer) error { return report.BaselineHTML(w, res) }); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -228,21 +229,62 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// writeHTML writes a report page to the file name.
-func writeHTML(env environ, name string, write func(io.Writer) error) error {
-	fh, err := os.Create(name)
+// htmlOutput is the file of --html, opened before the logs are read, so
+// that a path that cannot be written fails at once rather than after
+// reading gigabytes. A file that was there keeps its content until the
+// report replaces it; one this run created is removed if the run fails.
+type htmlOutput struct {
+	name    string
+	f       *os.File
+	created bool
+}
+
+// openHTML opens the --html file name; nil for "" (no --html).
+func openHTML(name string) (*htmlOutput, error) {
+	if name == "" {
+		return nil, nil
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+	created := err == nil
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.OpenFile(name, os.O_WRONLY, 0)
+	}
 	if err != nil {
-		return fmt.Errorf("--html: %w", err)
+		return nil, fmt.Errorf("--html: %w", err)
 	}
-	if err := write(fh); err != nil {
-		fh.Close()
-		return fmt.Errorf("--html: write %s: %w", name, err)
+	return &htmlOutput{name: name, f: f, created: created}, nil
+}
+
+// write replaces the file's content with the page write writes.
+func (h *htmlOutput) write(env environ, write func(io.Writer) error) error {
+	if err := h.f.Truncate(0); err != nil {
+		h.abandon()
+		return fmt.Errorf("--html: write %s: %w", h.name, err)
 	}
-	if err := fh.Close(); err != nil {
-		return fmt.Errorf("--html: write %s: %w", name, err)
+	if err := write(h.f); err != nil {
+		h.abandon()
+		return fmt.Errorf("--html: write %s: %w", h.name, err)
 	}
-	fmt.Fprintf(env.stderr, "floodgate: wrote %s\n", name)
+	err := h.f.Close()
+	h.f = nil
+	if err != nil {
+		return fmt.Errorf("--html: write %s: %w", h.name, err)
+	}
+	fmt.Fprintf(env.stderr, "floodgate: wrote %s\n", h.name)
 	return nil
+}
+
+// abandon closes the file if it is still open, and removes it if this
+// run created it: the run failed before its report was written.
+func (h *htmlOutput) abandon() {
+	if h == nil || h.f == nil {
+		return
+	}
+	h.f.Close()
+	h.f = nil
+	if h.created {
+		os.Remove(h.name)
+	}
 }
 
 // A progress bar on stderr, shown only when stderr is a terminal and the

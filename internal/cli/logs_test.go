@@ -130,6 +130,50 @@ func TestBrowsersCaughtFromDecisions(t *testing.T) {
 	}
 }
 
+// TestHTMLBeforeReading: an --html file that cannot be written is
+// reported before any log is read; a run that fails after leaves an
+// existing report as it was and removes one it created.
+func TestHTMLBeforeReading(t *testing.T) {
+	dir := t.TempDir()
+	missingLog := filepath.Join(dir, "missing.log")
+	unparsable := filepath.Join(dir, "unparsable.log")
+	if err := os.WriteFile(unparsable, []byte("nothing to see\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range [][]string{{"baseline"}, {"replay", "--limit", "40/1m"}} {
+		name := cmd[0]
+		for _, bad := range []string{filepath.Join(dir, "no-such-dir", "x.html"), dir} {
+			code, _, stderr := run(t, nil, append(cmd, "--html", bad, missingLog)...)
+			if code != 1 || !strings.Contains(stderr, "--html: open "+bad) || strings.Contains(stderr, "missing.log") {
+				t.Errorf("%s --html %s: exit code %d, want 1 and the --html path named before the log:\n%s", name, bad, code, stderr)
+			}
+		}
+		created := filepath.Join(dir, name+"-new.html")
+		if code, _, _ := run(t, nil, append(cmd, "--html", created, unparsable)...); code != 1 {
+			t.Errorf("%s on an unparsable log: exit code %d, want 1", name, code)
+		}
+		if _, err := os.Stat(created); !os.IsNotExist(err) {
+			t.Errorf("%s failed and left %s: %v", name, created, err)
+		}
+		old := filepath.Join(dir, name+"-old.html")
+		if err := os.WriteFile(old, []byte("the last report"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, _ := run(t, nil, append(cmd, "--html", old, unparsable)...); code != 1 {
+			t.Errorf("%s on an unparsable log: exit code %d, want 1", name, code)
+		}
+		if data, err := os.ReadFile(old); err != nil || string(data) != "the last report" {
+			t.Errorf("%s failed and changed %s: %q, %v", name, old, data, err)
+		}
+		if code, _, stderr := run(t, nil, append(cmd, "--html", old, excerptLog)...); code != 0 {
+			t.Errorf("%s --html over a report: exit code %d\n%s", name, code, stderr)
+		}
+		if data, err := os.ReadFile(old); err != nil || !strings.HasPrefix(string(data), "<!DOCTYPE html>") {
+			t.Errorf("%s did not replace %s: %.40q, %v", name, old, data, err)
+		}
+	}
+}
+
 // TestLogsUpstream429: in floodgate's access log, a 429 without
 // blocked_by is the upstream's answer, forwarded: no query counts it as
 // floodgate's refusal.

@@ -111,6 +111,11 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 		o.Routes = &proxy.Router{} // a file without routes routes nothing
 	}
 
+	html, err := openHTML(*htmlFile)
+	if err != nil {
+		return err
+	}
+	defer html.abandon()
 	rp := replay.New(o)
 	read, counts, err := readLogsWith(env, files, lf, func(names []string, o logs.ReadOptions) ([]logs.File, error) {
 		return rp.ReadFiles(ctx, names, o)
@@ -123,8 +128,8 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 	}
 	res := rp.Result()
 	res.Lines, res.Parsed, res.Unparsed, res.Files = counts.Lines, counts.Parsed, counts.Unparsed, read
-	if *htmlFile != "" {
-		if err := writeHTML(env, *htmlFile, func(w io.Writer) error { return report.ReplayHTML(w, res) }); err != nil {
+	if html != nil {
+		if err := html.write(env, func(w io.Writer) error { return report.ReplayHTML(w, res) }); err != nil {
 			return err
 		}
 	}
