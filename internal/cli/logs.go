@@ -178,8 +178,8 @@ func readLogsWith(env environ, names []string, lf logFlags, read func([]string, 
 				fi.Name, fi.Unparsed, fi.Lines, fi.Format, fi.FirstUnparsedLine)
 		}
 	}
-	if total.Parsed == 0 {
-		return files, total, errors.New("no line of the input could be read as a log record")
+	if err := logs.NoRecords(files); err != nil {
+		return files, total, err
 	}
 	return files, total, nil
 }

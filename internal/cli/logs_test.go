@@ -285,3 +285,21 @@ func TestProgress(t *testing.T) {
 		t.Errorf("bar on a non-terminal: %q", quiet.String())
 	}
 }
+
+// An input in which no line gave a record names the files that were
+// empty, for every command that reads logs.
+func TestEmptyLogNamed(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "access.log")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"baseline", empty}, {"replay", "--limit", "10/1m", empty}, {"logs", "peak-rate", empty},
+	} {
+		code, _, stderr := run(t, nil, args...)
+		if code != 1 || !strings.Contains(stderr, "access.log is empty") {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and the empty file named", args, code, stderr)
+		}
+	}
+}

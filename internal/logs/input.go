@@ -51,7 +51,7 @@ func ReadFiles(names []string, o ReadOptions, fn func(*Record)) ([]File, error) 
 		}
 		st, err := os.Stat(n)
 		if err != nil {
-			return nil, readError(n, err)
+			return nil, ReadError(n, err)
 		}
 		if st.IsDir() {
 			// Refused before any file is read, and in the same words
@@ -75,10 +75,10 @@ func ReadFiles(names []string, o ReadOptions, fn func(*Record)) ([]File, error) 
 	return files, nil
 }
 
-// readError says which file could not be read and why, without the
+// ReadError says which file could not be read and why, without the
 // system call and the path an os.PathError carries ("read x.log: read
 // x.log: is a directory").
-func readError(name string, err error) error {
+func ReadError(name string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err
@@ -86,42 +86,81 @@ func readError(name string, err error) error {
 	return fmt.Errorf("read %s: %w", name, err)
 }
 
-func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total int64) (File, error) {
-	res := File{Name: name}
-	var src io.Reader
+// An Input is one file opened as ReadFiles opens it — a path, or "-" for
+// o.Stdin; gzip read as it is — read through a Reader of o.Format, the
+// bytes it took from the file counted.
+type Input struct {
+	*Reader
+	name string
+	fh   *os.File // nil for standard input
+	cr   countingReader
+}
+
+// Open opens the input name as ReadFiles does; Close it when done.
+func Open(name string, o ReadOptions) (*Input, error) {
+	in := &Input{name: name}
 	if name == "-" {
 		if o.Stdin == nil {
-			return res, fmt.Errorf("read -: no standard input")
+			return nil, fmt.Errorf("read -: no standard input")
 		}
-		src = o.Stdin
+		in.cr.r = o.Stdin
 	} else {
 		fh, err := os.Open(name)
 		if err != nil {
-			return res, readError(name, err)
+			return nil, ReadError(name, err)
 		}
-		defer fh.Close()
-		src = fh
+		in.fh, in.cr.r = fh, fh
 	}
-	cr := &countingReader{r: src}
-	rd, err := NewReader(cr, o.Format)
+	rd, err := NewReader(&in.cr, o.Format)
 	if err != nil {
-		return res, readError(name, err)
+		in.Close()
+		return nil, ReadError(name, err)
 	}
-	res.Format = rd.Format().String()
+	in.Reader = rd
+	return in, nil
+}
+
+// BytesRead is how many bytes have been taken from the file (as stored:
+// a gzip file's compressed bytes).
+func (in *Input) BytesRead() int64 { return in.cr.n }
+
+// Err is the Reader's error, naming the input.
+func (in *Input) Err() error {
+	if err := in.Reader.Err(); err != nil {
+		return ReadError(in.name, err)
+	}
+	return nil
+}
+
+// Close closes the file; standard input is left open.
+func (in *Input) Close() error {
+	if in.fh == nil {
+		return nil
+	}
+	err := in.fh.Close()
+	in.fh = nil
+	return err
+}
+
+func readFile(name string, o ReadOptions, fn func(*Record), done *int64, total int64) (File, error) {
+	res := File{Name: name}
+	in, err := Open(name, o)
+	if err != nil {
+		return res, err
+	}
+	defer in.Close()
+	res.Format = in.Format().String()
 	base := *done
-	for i := 0; rd.Next(); i++ {
-		fn(rd.Record())
+	for i := 0; in.Next(); i++ {
+		fn(in.Record())
 		if o.Progress != nil && i%progressEvery == progressEvery-1 {
-			o.Progress(base+cr.n, total)
+			o.Progress(base+in.BytesRead(), total)
 		}
 	}
-	*done = base + cr.n
-	res.Counts = rd.Counts()
-	res.FirstUnparsedLine, _ = rd.FirstUnparsed()
-	if err := rd.Err(); err != nil {
-		return res, readError(name, err)
-	}
-	return res, nil
+	*done = base + in.BytesRead()
+	res.Counts = in.Counts()
+	res.FirstUnparsedLine, _ = in.FirstUnparsed()
+	return res, in.Err()
 }
 
 // NoRecords returns the error of a reading of files in which no line

@@ -1,10 +1,6 @@
 package replay
 
 import (
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
 	"math"
 	"os"
 	"slices"
@@ -97,7 +93,7 @@ func ReadOrdered(names []string, o logs.ReadOptions, fn func(*logs.Record)) ([]l
 		}
 		st, err := os.Stat(n)
 		if err != nil {
-			return nil, LeftOut{}, readError(n, err)
+			return nil, LeftOut{}, logs.ReadError(n, err)
 		}
 		m.total += st.Size()
 	}
@@ -248,9 +244,8 @@ type stream struct {
 	m      *merger
 	index  int
 	name   string
-	rd     *logs.Reader
-	fh     io.Closer // nil for standard input
-	cr     *countingReader
+	in     *logs.Input
+	done   int64 // of in.BytesRead(), what the merger's progress has counted as done
 	heap   recordHeap
 	ahead  []*held // records dated past FarAhead, not yet judged
 	bytes  int     // held in heap and ahead
@@ -267,36 +262,21 @@ type stream struct {
 // openStream opens a file and reads its first records, to date it.
 func (m *merger) openStream(index int, name string, peek bool) (*stream, error) {
 	s := &stream{m: m, index: index, name: name, peek: peek}
-	var src io.Reader
-	if name == "-" {
-		if m.o.Stdin == nil {
-			return nil, errors.New("read -: no standard input")
-		}
-		src = m.o.Stdin
-	} else {
-		fh, err := os.Open(name)
-		if err != nil {
-			return nil, readError(name, err)
-		}
-		s.fh, src = fh, fh
-	}
-	s.cr = &countingReader{r: src}
-	rd, err := logs.NewReader(s.cr, m.o.Format)
+	in, err := logs.Open(name, m.o)
 	if err != nil {
-		s.close()
-		return nil, fmt.Errorf("read %s: %w", name, err)
+		return nil, err
 	}
-	s.rd = rd
+	s.in = in
 	s.start = math.MaxInt64
 	for len(s.first) < startRecords {
-		if !s.rd.Next() {
+		if !s.in.Next() {
 			if err := s.finish(); err != nil {
 				return nil, err
 			}
 			break
 		}
 		h := m.get()
-		h.set(s.rd.Record(), s.m)
+		h.set(s.in.Record(), s.m)
 		h.file, h.seq = s.index, s.seq
 		s.seq++
 		s.bytes += h.size()
@@ -321,25 +301,21 @@ func (s *stream) finish() error {
 	}
 	s.eof = true
 	f := &s.m.files[s.index]
-	f.Name, f.Format = s.name, s.rd.Format().String()
-	f.Counts = s.rd.Counts()
-	f.FirstUnparsedLine, _ = s.rd.FirstUnparsed()
-	err := s.rd.Err()
+	f.Name, f.Format = s.name, s.in.Format().String()
+	f.Counts = s.in.Counts()
+	f.FirstUnparsedLine, _ = s.in.FirstUnparsed()
+	err := s.in.Err()
 	if !s.peek {
-		s.m.doneClosed += s.cr.n
-		s.cr.n = 0
+		s.m.doneClosed += s.in.BytesRead() - s.done
+		s.done = s.in.BytesRead()
 	}
 	s.close()
-	if err != nil {
-		return fmt.Errorf("read %s: %w", s.name, err)
-	}
-	return nil
+	return err
 }
 
 func (s *stream) close() {
-	if s.fh != nil {
-		s.fh.Close()
-		s.fh = nil
+	if s.in != nil {
+		s.in.Close()
 	}
 }
 
@@ -351,14 +327,14 @@ func (s *stream) fill() error {
 	}
 	s.first = nil
 	for !s.eof && (s.bytes < reorderBytes || len(s.heap) == 0) {
-		if !s.rd.Next() {
+		if !s.in.Next() {
 			if err := s.finish(); err != nil {
 				return err
 			}
 			break
 		}
 		h := s.m.get()
-		h.set(s.rd.Record(), s.m)
+		h.set(s.in.Record(), s.m)
 		h.file, h.seq = s.index, s.seq
 		s.seq++
 		s.bytes += h.size()
@@ -568,7 +544,7 @@ func (m *merger) headOf() *held {
 func (m *merger) progress() {
 	m.done = m.doneClosed
 	for _, s := range m.open {
-		m.done += s.cr.n
+		m.done += s.in.BytesRead() - s.done
 	}
 	m.o.Progress(m.done, m.total)
 }
@@ -624,26 +600,4 @@ func sat(a, d int64) int64 {
 		return math.MinInt64
 	}
 	return a + d
-}
-
-// readError says which file could not be read and why, without the
-// system call's name an os.PathError carries, as logs.ReadFiles does.
-func readError(name string, err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		err = pe.Err
-	}
-	return fmt.Errorf("read %s: %w", name, err)
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-// Read reads from the underlying reader, counting the bytes.
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
