@@ -85,7 +85,8 @@ type Record struct {
 	// Route is the route name (floodgate's logs).
 	Route []byte
 	// Rule and Decision are the rule and its decision ("blocked",
-	// "would_block", "denied", "allowed") of a KindDecision record.
+	// "unavailable", "would_block", "denied", "allowed") of a
+	// KindDecision record.
 	Rule, Decision []byte
 	// BlockedBy is the rule that answered the request itself (floodgate's
 	// access log), or empty.

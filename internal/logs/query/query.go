@@ -137,7 +137,7 @@ func (q *LimitedClients) Add(rec *logs.Record) {
 	switch rec.Kind {
 	case logs.KindDecision:
 		switch string(rec.Decision) {
-		case "blocked", "denied":
+		case "blocked", "denied", "unavailable":
 			blocked = true
 		case "would_block":
 			would = true
@@ -283,7 +283,7 @@ func (q *BrowsersCaught) Add(rec *logs.Record) {
 			return
 		}
 		switch string(rec.Decision) {
-		case "blocked", "denied":
+		case "blocked", "denied", "unavailable":
 			q.caught(q.byKey, string(rec.Rule), rec, true)
 		case "would_block":
 			q.caught(q.byKey, string(rec.Rule), rec, false)

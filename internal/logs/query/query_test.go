@@ -3,6 +3,7 @@ package query
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -315,5 +316,31 @@ func TestJSONNames(t *testing.T) {
 				t.Errorf("%s: %s[0] lacks %q: %s", m["query"], tc.list, k, data)
 			}
 		}
+	}
+}
+
+// A concurrency cap's 503 is decision "unavailable" in the decision log:
+// a refusal, for limited-clients and browsers-caught as for the access
+// log's blocked_by.
+func TestCapRefusalsCount(t *testing.T) {
+	line := `{"time":"2026-11-30T10:00:0%dZ","level":"INFO","msg":"decision","rule":"cap","action":"block","decision":"unavailable","listener":"gateway","route":"api","method":"GET","path":"/slow","ua_class":"browser","key_type":"global","key_hash":"ac728e6142593b67","limit":"max_inflight 1"}` + "\n"
+	var in bytes.Buffer
+	for i := range 3 {
+		fmt.Fprintf(&in, line, i)
+	}
+	rd, err := logs.NewReader(&in, logs.Floodgate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc, bc := NewLimitedClients(), NewBrowsersCaught()
+	for rd.Next() {
+		lc.Add(rd.Record())
+		bc.Add(rd.Record())
+	}
+	if r := lc.Result(-1, key); len(r.Clients) != 1 || r.Clients[0].Blocked != 3 || r.Clients[0].Rules[0] != "cap" {
+		t.Errorf("limited-clients: %+v, want one client refused 3 times by cap", r.Clients)
+	}
+	if r := bc.Result(); len(r.Rules) != 1 || r.Rules[0].Rule != "cap" || r.Rules[0].Blocked != 3 {
+		t.Errorf("browsers-caught: %+v, want cap with 3 refused", r.Rules)
 	}
 }
