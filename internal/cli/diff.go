@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/textproto"
 	"reflect"
 	"regexp"
@@ -209,7 +210,9 @@ var meanings = []struct {
 	canon func(string) (string, error)
 }{
 	{regexp.MustCompile(`^(server\.(read_header_timeout|idle_timeout|shutdown_grace|body_read_timeout|write_idle_timeout)|reload\.settle|store\.timeout|sessions\.max_age|sessions\.per_ip\.window|(upstreams\.` + keyAt + `|` + routeAt + `)\.timeouts\.(connect|response_header|total))$`),
-		func(s string) (string, error) { return durationText(time.ParseDuration(strings.TrimSpace(s))) }},
+		func(s string) (string, error) {
+			return durationText(config.ParseDuration(strings.TrimSpace(s), math.MinInt64, math.MaxInt64))
+		}},
 	{regexp.MustCompile(`^(` + ruleAt + `|` + routeAt + `)\.retry_after$`),
 		func(s string) (string, error) { return durationText(config.ParseRetryAfter(s)) }},
 	{regexp.MustCompile(`^` + ruleAt + `\.ban$`),

@@ -231,6 +231,7 @@ func TestDiffComparesMeaning(t *testing.T) {
     timeouts: {connect: 5s}
     auth: {type: header, header_name: X-Upstream-Key, header_value: aaaaaaaaaaaaaaaa}
 server: {idle_timeout: 120s, read_header_timeout: 10s}
+sessions: {secret: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, max_age: 7d}
 client_ip: {trusted_proxies: [192.0.2.1, 10.0.0.0/8]}
 responses: {cors: {allow_origin: "https://app.example.org", expose_headers: [Retry-After]}}
 routes:
@@ -253,6 +254,7 @@ environments:
 		thresholds    bool   // the only differences are thresholds
 	}{
 		{name: "durations", staging: "    server: {idle_timeout: 2m, read_header_timeout: 10000ms}\n    upstreams: {api: {timeouts: {connect: 5000ms}}}\n"},
+		{name: "days as hours", staging: "    sessions: {max_age: 168h}\n"},
 		{name: "retry_after and ban", staging: "    rules: [{name: a, retry_after: 1m, ban: 600s}]\n    routes: [{name: api, retry_after: \"10\"}]\n"},
 		{name: "a header key in another case", staging: "    rules: [{name: a, key: [ip, \"header:X-Api-Key\", \"expr:request.method + 'A'\"]}]\n"},
 		{name: "a cost header in another case", staging: "    rules: [{name: a, cost: \"header:X-COST\"}]\n"},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -113,6 +114,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	// Last, after the servers' shutdown: the failures counted since their
 	// last line are written.
 	defer opts.Failures.Limiter().Flush(true)
+	// Go's servers' own messages go through the same limiter, and are
+	// flushed with the failures.
+	errLog := telemetry.ServerErrorLog(opts.Failures.Limiter())
 	switch c.Log.Access {
 	case "stdout":
 		opts.AccessLog = telemetry.NewAccessLog(env.stdout)
@@ -217,7 +221,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		return nil
 	}
 	for _, x := range hooks.extra {
-		if err := start(x.name, x.addr, "", newServer(x.h, &c.Server, logger)); err != nil {
+		if err := start(x.name, x.addr, "", newServer(x.h, &c.Server, errLog)); err != nil {
 			return err
 		}
 	}
@@ -227,18 +231,18 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			if err != nil || !isLoopback(pu.Hostname()) {
 				return fmt.Errorf("--sample-upstream: upstream %s (%s) is not a loopback http address", name, u.URL)
 			}
-			if err := start("sample upstream "+name, pu.Host, "upstreams."+name+".url in "+sf.file, newServer(sample.Handler(name), &c.Server, logger)); err != nil {
+			if err := start("sample upstream "+name, pu.Host, "upstreams."+name+".url in "+sf.file, newServer(sample.Handler(name), &c.Server, errLog)); err != nil {
 				return err
 			}
 		}
 	}
-	public := newGatewayServer(srv, &c.Server, logger)
+	public := newGatewayServer(srv, &c.Server, errLog)
 	if c.TLS.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
-		s := newServer(h1server.RefuseConnect(srv), &c.Server, logger)
+		s := newServer(h1server.RefuseConnect(srv), &c.Server, errLog)
 		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 		public = s
 	}
@@ -248,13 +252,13 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	if c.InternalEnabled() {
 		// Requests here are internal because of where they arrive, and
 		// only that: bind it where only the frontend can reach it.
-		if err := start("internal", c.Internal.Listen, sf.change(data, "--internal-listen", "internal.listen", "FLOODGATE_INTERNAL_LISTEN"), newGatewayServer(srv.Internal(), &c.Server, logger)); err != nil {
+		if err := start("internal", c.Internal.Listen, sf.change(data, "--internal-listen", "internal.listen", "FLOODGATE_INTERNAL_LISTEN"), newGatewayServer(srv.Internal(), &c.Server, errLog)); err != nil {
 			return err
 		}
 	}
 	if c.DecideEnabled() {
 		// Answers only the proxies in client_ip.trusted_proxies.
-		if err := start("decide", c.Decide.Listen, sf.change(data, "", "decide.listen", "FLOODGATE_DECIDE_LISTEN"), newGatewayServer(srv.Decide(), &c.Server, logger)); err != nil {
+		if err := start("decide", c.Decide.Listen, sf.change(data, "", "decide.listen", "FLOODGATE_DECIDE_LISTEN"), newGatewayServer(srv.Decide(), &c.Server, errLog)); err != nil {
 			return err
 		}
 	}
@@ -302,7 +306,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			}
 		}
 		h := admin.Handler(opts)
-		if err := start("admin", c.Admin.Listen, sf.change(data, "--admin-listen", "admin.listen", "FLOODGATE_ADMIN_LISTEN"), newServer(h, &c.Server, logger)); err != nil {
+		if err := start("admin", c.Admin.Listen, sf.change(data, "--admin-listen", "admin.listen", "FLOODGATE_ADMIN_LISTEN"), newServer(h, &c.Server, errLog)); err != nil {
 			return err
 		}
 	}
@@ -452,8 +456,8 @@ type httpServer interface {
 // newGatewayServer returns the server of the public and internal
 // listeners (plain text): h1server's unless server.engine says net/http,
 // with the same timeouts and limits as newServer.
-func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) httpServer {
-	s := newServer(h, sc, logger)
+func newGatewayServer(h http.Handler, sc *config.Server, errLog *log.Logger) httpServer {
+	s := newServer(h, sc, errLog)
 	if sc.Engine == config.EngineNetHTTP {
 		// Held to the request policy of floodgate's own server.
 		return h1server.NewNetHTTPServer(s)
@@ -470,7 +474,7 @@ func newGatewayServer(h http.Handler, sc *config.Server, logger *slog.Logger) ht
 // newServer returns an http.Server with timeouts that a slow client
 // cannot exploit (slowloris: ReadHeaderTimeout) but that let long uploads
 // and downloads finish (no overall read or write timeout).
-func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Server {
+func newServer(h http.Handler, sc *config.Server, errLog *log.Logger) *http.Server {
 	header, _ := config.ParseTimeout(sc.ReadHeaderTimeout)
 	idle, _ := config.ParseTimeout(sc.IdleTimeout)
 	return &http.Server{
@@ -478,7 +482,7 @@ func newServer(h http.Handler, sc *config.Server, logger *slog.Logger) *http.Ser
 		ReadHeaderTimeout: header,
 		IdleTimeout:       idle,
 		MaxHeaderBytes:    cmp.Or(sc.MaxHeaderBytes, config.DefaultMaxHeaderBytes),
-		ErrorLog:          telemetry.ServerErrorLog(logger),
+		ErrorLog:          errLog,
 	}
 }
 

@@ -313,7 +313,7 @@ func (v *validator) routes() {
 		if v.f.Has("routes") {
 			path = "routes" // routes: []
 		}
-		v.add(path, fmt.Sprintf("upstreams %s and %s, but no routes: only a lone upstream gets a default route, so every request would be answered 404; add routes, such as routes: [{name: %s, path: /%s/{rest...}, upstream: %s}, {name: %s, path: /, upstream: %s}]",
+		v.add(path, fmt.Sprintf("upstreams %s and %s, but no routes: only a lone upstream gets a default route, so every request would be answered 404; add routes, such as routes: [{name: %s, path: \"/%s/{rest...}\", upstream: %s}, {name: %s, path: /, upstream: %s}]",
 			strings.Join(ups[:len(ups)-1], ", "), ups[len(ups)-1], ups[0], ups[0], ups[0], ups[1], ups[1]))
 	}
 	names := map[string]int{}

@@ -372,7 +372,7 @@ func TestValidateSessionsOff(t *testing.T) {
 // TestValidateUpstreamsWithoutRoutes: only a lone upstream gets a default
 // route, so two or more without routes would answer every request 404.
 func TestValidateUpstreamsWithoutRoutes(t *testing.T) {
-	const want2 = "upstreams api and web, but no routes: only a lone upstream gets a default route, so every request would be answered 404; add routes, such as routes: [{name: api, path: /api/{rest...}, upstream: api}, {name: web, path: /, upstream: web}]"
+	const want2 = "upstreams api and web, but no routes: only a lone upstream gets a default route, so every request would be answered 404; add routes, such as routes: [{name: api, path: \"/api/{rest...}\", upstream: api}, {name: web, path: /, upstream: web}]"
 	tests := []struct {
 		doc  string
 		want string // "" for no problem
@@ -384,7 +384,7 @@ func TestValidateUpstreamsWithoutRoutes(t *testing.T) {
 		{doc: "upstreams:\n  web: {url: 'http://127.0.0.1:8082'}\n  api: {url: 'http://127.0.0.1:8081'}\nroutes: ~",
 			want: "t.yaml:1: upstreams: " + want2},
 		{doc: "upstreams: {a: {url: 'http://127.0.0.1:1'}, b: {url: 'http://127.0.0.1:2'}, c: {url: 'http://127.0.0.1:3'}}",
-			want: "t.yaml:1: upstreams: upstreams a, b and c, but no routes: only a lone upstream gets a default route, so every request would be answered 404; add routes, such as routes: [{name: a, path: /a/{rest...}, upstream: a}, {name: b, path: /, upstream: b}]"},
+			want: "t.yaml:1: upstreams: upstreams a, b and c, but no routes: only a lone upstream gets a default route, so every request would be answered 404; add routes, such as routes: [{name: a, path: \"/a/{rest...}\", upstream: a}, {name: b, path: /, upstream: b}]"},
 
 		{doc: "upstreams: {api: {url: 'http://127.0.0.1:8081'}}"},
 		{doc: "upstreams: {api: {url: 'http://127.0.0.1:8081'}}\nroutes: []"},

@@ -77,13 +77,14 @@ func trimBrackets(s string) string {
 }
 
 // ServerErrorLog returns a *log.Logger for http.Server.ErrorLog that writes
-// each message to l as a warning "http server", with IP addresses
+// each message through lim as a warning "http server", with IP addresses
 // redacted and quoted client bytes masked (MaskQuoted), at most one line
 // per kind of message per interval: every scanner that drops a TLS
 // handshake or idles past the header timeout makes one, so a line each
-// would let any client fill the log.
-func ServerErrorLog(l *slog.Logger) *log.Logger {
-	return log.New(RedactingWriter(slogWriter{NewLogLimiter(l, LogLimiterOptions{})}), "", 0)
+// would let any client fill the log. Flushing lim at exit writes the
+// messages counted since their last line.
+func ServerErrorLog(lim *LogLimiter) *log.Logger {
+	return log.New(RedactingWriter(slogWriter{lim}), "", 0)
 }
 
 type slogWriter struct{ lim *LogLimiter }

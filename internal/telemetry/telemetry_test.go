@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 )
 
 var redactTests = []struct{ in, want string }{
@@ -66,7 +67,7 @@ func TestKeyHasher(t *testing.T) {
 
 func TestServerErrorLogRedacts(t *testing.T) {
 	var buf bytes.Buffer
-	l := ServerErrorLog(NewLogger(&buf, "info"))
+	l := ServerErrorLog(NewLogLimiter(NewLogger(&buf, "info"), LogLimiterOptions{}))
 	l.Printf("http: TLS handshake error from %s: EOF", "203.0.113.7:5555")
 	if strings.Contains(buf.String(), "203.0.113.7") || !strings.Contains(buf.String(), "[addr]") {
 		t.Errorf("log = %s", buf.String())
@@ -78,7 +79,8 @@ func TestServerErrorLogRedacts(t *testing.T) {
 // a client sent never reach the log.
 func TestServerErrorLogLimited(t *testing.T) {
 	var buf bytes.Buffer
-	l := ServerErrorLog(NewLogger(&buf, "info"))
+	lim := NewLogLimiter(NewLogger(&buf, "info"), LogLimiterOptions{AfterFunc: func(time.Duration, func()) {}})
+	l := ServerErrorLog(lim)
 	for port := 40000; port < 40100; port++ {
 		l.Printf("http: TLS handshake error from 203.0.113.7:%d: read tcp 127.0.0.1:443->203.0.113.7:%d: read: connection reset by peer", port, port)
 	}
@@ -89,6 +91,12 @@ func TestServerErrorLogLimited(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "s3cr3t") || !strings.Contains(lines[1], `bogus greeting \"…\"`) {
 		t.Errorf("the client's quoted bytes are not masked:\n%s", lines[1])
+	}
+	// At exit the limiter is flushed: the 99 resets counted since the
+	// first line are written, not lost.
+	lim.Flush(true)
+	if !strings.Contains(buf.String(), `"count":99`) {
+		t.Errorf("the flush at exit does not write the resets counted:\n%s", buf.String())
 	}
 }
 
