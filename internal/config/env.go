@@ -122,6 +122,15 @@ func (l *loader) merge(base, over *yaml.Node, t reflect.Type, envPath, path stri
 				m.Content = append(m.Content, k, v)
 				continue
 			}
+			if isNull(v) && t.Kind() == reflect.Map && !isNull(m.Content[j+1]) {
+				// An entry of a map (a plan, a query cap, an upstream):
+				// ~ would leave the name with nothing, silently (a plan
+				// without limits exempts its clients, a cap of 0 refuses
+				// the parameter).
+				l.report(k, concatPath(envPath, joinKey(path, k.Value)), fmt.Sprintf(
+					"~ would remove %s's entry %q; an environment changes an entry but cannot remove one", path, k.Value))
+				continue
+			}
 			if isNull(v) && addsNamedItems(ft) && !isNull(m.Content[j+1]) {
 				// Merged by name, so an environment cannot remove the
 				// items; ~ would remove them all, silently.

@@ -220,6 +220,12 @@ environments:
 			want: "t.yaml:22: environments.production.routes[0].params: ~ would remove every parameter constraint the base defines; an environment changes them by name but cannot add or remove them"},
 		{name: "a route's query caps", overlay: "    routes:\n      - name: item\n        query: {max: ~}",
 			want: "t.yaml:24: environments.production.routes[0].query.max: ~ would remove every query cap the base defines; an environment changes them by name but cannot add or remove them"},
+		{name: "one plan", overlay: "    api_clients: {plans: {free: ~}}",
+			want: "t.yaml:22: environments.production.api_clients.plans.free: ~ would remove api_clients.plans's entry \"free\"; an environment changes an entry but cannot remove one"},
+		{name: "one query cap", overlay: "    routes:\n      - name: item\n        query: {max: {page: ~}}",
+			want: "t.yaml:24: environments.production.routes[0].query.max.page: ~ would remove routes[0].query.max's entry \"page\"; an environment changes an entry but cannot remove one"},
+		{name: "one upstream", overlay: "    upstreams: {api: ~}",
+			want: "t.yaml:22: environments.production.upstreams.api: ~ would remove upstreams's entry \"api\"; an environment changes an entry but cannot remove one"},
 		{name: "a null item", overlay: "    rules: [~]",
 			want: "t.yaml:22: environments.production.rules[0]: an item in an environment needs a name, the name of the rules item it changes"},
 
