@@ -126,6 +126,14 @@ func (v *validator) add(path, msg string, allowed ...string) {
 }
 
 // oneOf checks that the value at path is in allowed.
+// set reports whether a string field, at path, has a value to check: one
+// that is not empty, or the empty string the file writes ("" is a value,
+// never the default's; a key left out, ~ or a variable that expands to
+// nothing is).
+func (v *validator) set(path, value string) bool {
+	return value != "" || v.f.Has(path)
+}
+
 func (v *validator) oneOf(path, what, value string, allowed []string) {
 	if !slices.Contains(allowed, value) {
 		v.add(path, fmt.Sprintf("unknown %s %q", what, value), allowed...)
@@ -244,7 +252,7 @@ func (v *validator) upstreams() {
 		}
 		v.timeouts(joinKey(path, "timeouts"), v.c.Upstreams[name].Timeouts)
 		v.upstreamAuth(name, v.c.Upstreams[name])
-		if r := v.c.Upstreams[name].ConnectionReuse; r != "" {
+		if r := v.c.Upstreams[name].ConnectionReuse; v.set(joinKey(path, "connection_reuse"), r) {
 			v.oneOf(joinKey(path, "connection_reuse"), "connection reuse mode", r, []string{ReuseShared, ReusePerClient, ReuseNone})
 		}
 	}
@@ -254,7 +262,7 @@ func (v *validator) timeouts(path string, t Timeouts) {
 	for _, d := range []struct{ field, val string }{
 		{"connect", t.Connect}, {"response_header", t.ResponseHeader}, {"total", t.Total},
 	} {
-		if d.val == "" {
+		if !v.set(joinKey(path, d.field), d.val) {
 			continue
 		}
 		if _, err := ParseDuration(d.val, MinTimeout, MaxTimeout); err != nil {
@@ -347,10 +355,10 @@ func (v *validator) routes() {
 				v.add(joinKey(joinKey(joinKey(path, "query"), "max"), name), "a cap must be 0 or more")
 			}
 		}
-		if r.Query.OverMax != "" {
+		if v.set(joinKey(joinKey(path, "query"), "over_max"), r.Query.OverMax) {
 			v.oneOf(joinKey(joinKey(path, "query"), "over_max"), "over_max value", r.Query.OverMax, []string{"reject", "drop"})
 		}
-		if r.TrailingSlash != "" {
+		if v.set(joinKey(path, "trailing_slash"), r.TrailingSlash) {
 			v.oneOf(joinKey(path, "trailing_slash"), "trailing_slash value", r.TrailingSlash, []string{"exact", "optional"})
 			if pt, err := ParseRoutePattern(r.Path); err == nil && r.TrailingSlash == "optional" && (len(pt.Segments) == 0 || pt.Segments[len(pt.Segments)-1].Rest) {
 				v.add(joinKey(path, "trailing_slash"), fmt.Sprintf("optional has no effect on path %s, which matches any ending", r.Path))
@@ -359,13 +367,13 @@ func (v *validator) routes() {
 		v.timeouts(joinKey(path, "timeouts"), r.Timeouts)
 		v.intRange(joinKey(path, "max_inflight"), r.MaxInflight, 0, 1000000)
 		v.int64Range(joinKey(path, "max_body_bytes"), r.MaxBodyBytes, 1, MaxMaxBodyBytes)
-		if r.RequestBuffering != "" {
+		if v.set(joinKey(path, "request_buffering"), r.RequestBuffering) {
 			v.oneOf(joinKey(path, "request_buffering"), "request_buffering value", r.RequestBuffering, []string{BufferingOn, BufferingOff})
 		}
-		if r.TimeoutStatus != 0 && r.TimeoutStatus != 503 && r.TimeoutStatus != 504 {
+		if (r.TimeoutStatus != 0 || v.f.Has(joinKey(path, "timeout_status"))) && r.TimeoutStatus != 503 && r.TimeoutStatus != 504 {
 			v.add(joinKey(path, "timeout_status"), fmt.Sprintf("%d is not a timeout status", r.TimeoutStatus), "503", "504")
 		}
-		if r.RetryAfter != "" {
+		if v.set(joinKey(path, "retry_after"), r.RetryAfter) {
 			if _, err := ParseRetryAfter(r.RetryAfter); err != nil {
 				v.add(joinKey(path, "retry_after"), err.Error())
 			}
@@ -579,7 +587,7 @@ func (v *validator) rules() {
 				}
 			}
 		}
-		if r.FailurePolicy != "" {
+		if v.set(at("failure_policy"), r.FailurePolicy) {
 			v.oneOf(at("failure_policy"), "failure policy", r.FailurePolicy, failurePolicies)
 		}
 		v.intRange(at("max_inflight"), r.MaxInflight, 0, 1000000)

@@ -222,6 +222,16 @@ func TestValidateWrittenZero(t *testing.T) {
 			want: `t.yaml:1: store.timeout: "" is not a duration such as 10s, 5m, 1h or 1d`},
 		{name: "issue_when empty", doc: "sessions: {" + secret + "issue_when: ''}",
 			want: "t.yaml:1: sessions.issue_when: the condition is blank; leave issue_when out to issue on every GET"},
+		{name: "a route's settings empty",
+			doc: "routes: [{name: a, path: /, upstream: api, timeout_status: 0, retry_after: '', trailing_slash: '', request_buffering: '', query: {max: {n: 5}, over_max: ''}}]",
+			want: "t.yaml:1: routes[0].query.over_max: unknown over_max value \"\" (allowed: reject, drop)\n" +
+				"t.yaml:1: routes[0].request_buffering: unknown request_buffering value \"\" (allowed: on, off)\n" +
+				"t.yaml:1: routes[0].retry_after: retry_after \"\" is not a duration such as 300s or 5m, nor a number of seconds\n" +
+				"t.yaml:1: routes[0].timeout_status: 0 is not a timeout status (allowed: 503, 504)\n" +
+				"t.yaml:1: routes[0].trailing_slash: unknown trailing_slash value \"\" (allowed: exact, optional)"},
+		{name: "a route's settings left out", doc: "routes: [{name: a, path: /, upstream: api, timeout_status: ~, retry_after: , trailing_slash: \"${EMPTY}\", query: {over_max: ~}}]"},
+		{name: "a rule's failure_policy empty", doc: "rules: [{name: r, limits: [10/1m], failure_policy: ''}]",
+			want: `t.yaml:1: rules[0].failure_policy: unknown failure policy "" (allowed: fail_open, fail_closed)`},
 		{name: "an environment writes 0", env: "production",
 			doc:  "server: {max_body_bytes: 100}\nenvironments:\n  production:\n    server: {max_body_bytes: 0}",
 			want: "t.yaml:4: server.max_body_bytes: 0 is out of range: must be from 1 to 1099511627776"},
@@ -245,6 +255,20 @@ func TestValidateWrittenZero(t *testing.T) {
 				t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
 			}
 		})
+	}
+}
+
+// An upstream's settings written as "" are checked as written, as the
+// other settings' are.
+func TestValidateWrittenEmptyUpstream(t *testing.T) {
+	f, err := Parse("t.yaml", []byte("upstreams: {api: {url: 'http://127.0.0.1:8081', connection_reuse: '', timeouts: {connect: ''}}}"), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "t.yaml:1: upstreams.api.connection_reuse: unknown connection reuse mode \"\" (allowed: shared, per_client, none)\n" +
+		"t.yaml:1: upstreams.api.timeouts.connect: \"\" is not a duration such as 10s, 5m, 1h or 1d"
+	if got := validateBothWays(t, f).Error(); got != want {
+		t.Errorf("Validate =\n%s\nwant\n%s", got, want)
 	}
 }
 
