@@ -227,7 +227,9 @@ func (v *validator) clientIP() {
 func (v *validator) store() {
 	if u := v.c.Store.URL; u != StoreMemory {
 		if _, err := redisstore.ParseURL(u); err != nil {
-			v.add("store.url", err.Error(), "memory", "redis://host:port[/db]", "rediss://host:port", "redis://host1:port1,host2:port2,…", "valkey://…", "valkeys://…")
+			// The field names the URL already: the package's prefix
+			// would only repeat it in the store's terms.
+			v.add("store.url", strings.TrimPrefix(strings.TrimPrefix(err.Error(), "redisstore: "), "url: "), "memory", "redis://host:port[/db]", "rediss://host:port", "redis://host1:port1,host2:port2,…", "valkey://…", "valkeys://…")
 		}
 	}
 	if _, err := ParseDuration(v.c.Store.Timeout, MinTimeout, MaxTimeout); err != nil {
