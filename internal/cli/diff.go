@@ -147,6 +147,16 @@ func flatten(c config.Config) []field {
 				walk(join(path, k.String()), v.MapIndex(k))
 			}
 		case reflect.Slice:
+			if unordered.MatchString(path) {
+				// A set: one field, its items in one order.
+				items := make([]string, v.Len())
+				for i := range items {
+					items[i] = strings.ToUpper(fmt.Sprint(v.Index(i).Interface()))
+				}
+				slices.Sort(items)
+				out = append(out, field{path, strings.Join(items, ", ")})
+				return
+			}
 			for i := range v.Len() {
 				e := v.Index(i)
 				idx := strconv.Itoa(i)
@@ -164,6 +174,10 @@ func flatten(c config.Config) []field {
 	walk("", reflect.ValueOf(c))
 	return out
 }
+
+// unordered are the lists whose order means nothing, compared as sets
+// of items in any case: a route's methods.
+var unordered = regexp.MustCompile(`^routes\[[^\]]+\]\.methods$`)
 
 func join(path, name string) string {
 	if path == "" {
@@ -228,8 +242,6 @@ var meanings = []struct {
 	}},
 	{regexp.MustCompile(`^(responses\.cors\.expose_headers\[\d+\]|upstreams\.` + keyAt + `\.auth\.header_name|client_ip\.header)$`),
 		func(s string) (string, error) { return textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(s)), nil }},
-	{regexp.MustCompile(`^` + routeAt + `\.methods\[\d+\]$`),
-		func(s string) (string, error) { return strings.ToUpper(s), nil }},
 	{regexp.MustCompile(`^route_groups\.` + keyAt + `\.prefix$`), func(s string) (string, error) {
 		segs, err := config.ParsePrefix(s)
 		return strings.ToLower(strings.Join(segs, "/")), err

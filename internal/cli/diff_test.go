@@ -235,7 +235,7 @@ sessions: {secret: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, max_age: 
 client_ip: {trusted_proxies: [192.0.2.1, 10.0.0.0/8]}
 responses: {cors: {allow_origin: "https://app.example.org", expose_headers: [Retry-After]}}
 routes:
-  - {name: api, path: /api/, methods: [GET], upstream: api, retry_after: 10s, group: api}
+  - {name: api, path: /api/, methods: [GET, POST], upstream: api, retry_after: 10s, group: api}
 route_groups: {api: {prefix: /api/}}
 rules:
   - name: a
@@ -259,7 +259,9 @@ environments:
 		{name: "a header key in another case", staging: "    rules: [{name: a, key: [ip, \"header:X-Api-Key\", \"expr:request.method + 'A'\"]}]\n"},
 		{name: "a cost header in another case", staging: "    rules: [{name: a, cost: \"header:X-COST\"}]\n"},
 		{name: "header names in another case", staging: "    responses: {cors: {expose_headers: [retry-after]}}\n    upstreams: {api: {auth: {header_name: x-upstream-key}}}\n"},
-		{name: "a method in lower case", staging: "    routes: [{name: api, methods: [get]}]\n"},
+		{name: "a method in lower case", staging: "    routes: [{name: api, methods: [get, POST]}]\n"},
+		{name: "methods in another order", staging: "    routes: [{name: api, methods: [post, get]}]\n"},
+		{name: "a method fewer", staging: "    routes: [{name: api, methods: [GET]}]\n", differs: "routes[api].methods"},
 		{name: "a route group's prefix", staging: "    route_groups: {api: {prefix: /API}}\n"},
 		{name: "an origin's case", staging: "    responses: {cors: {allow_origin: \"https://App.Example.org\"}}\n"},
 		{name: "a trusted address as a prefix", staging: "    client_ip: {trusted_proxies: [192.0.2.1/32, 10.0.0.0/8]}\n"},
