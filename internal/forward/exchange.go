@@ -588,9 +588,16 @@ func inTokens(m map[string]struct{}, name string) bool {
 }
 
 // beforeRead is called before a read that may wait for the upstream:
-// what was written to the client of a streamed response is flushed.
+// what was written to the client is flushed, whatever the response's
+// framing, so that a client sees its answer start (the head and what
+// came) while an upstream pauses, as nginx sends what it has. A response
+// that arrives whole with its head is read without waiting, and flushed
+// only at its end.
 func (x *exchange) beforeRead() {
 	if x.pending {
+		if x.rc == nil {
+			x.rc = http.NewResponseController(x.w)
+		}
 		x.rc.Flush()
 		x.pending = false
 	}
@@ -598,7 +605,7 @@ func (x *exchange) beforeRead() {
 
 func (x *exchange) write(p []byte) error {
 	_, err := x.w.Write(p)
-	x.pending = x.rc != nil
+	x.pending = true
 	return err
 }
 

@@ -783,6 +783,47 @@ func TestStreamFlushedThroughWrapper(t *testing.T) {
 	}
 }
 
+// TestSlowBodyReachesClient: a response of fixed length whose upstream
+// pauses mid-body reaches the client up to the pause (its head and what
+// came), rather than waiting in the server's buffer for the rest: a
+// client sees the answer start, and a download that stops is seen to.
+func TestSlowBodyReachesClient(t *testing.T) {
+	next := make(chan struct{})
+	up, _ := newUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "40")
+		io.WriteString(w, strings.Repeat("a", 20))
+		w.(http.Flusher).Flush()
+		<-next
+		io.WriteString(w, strings.Repeat("b", 20))
+	}))
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(next) }) }) // before the upstream's Close
+	el := newErrorLog()
+	f := newForwarder(t, up.URL, Options{}, el)
+	fs := front(t, f)
+	c, err := net.Dial("tcp", hostOf(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(20 * time.Second)) // a guard against hanging, not a measurement
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no head while the upstream pauses: %v", err)
+	}
+	first := make([]byte, 20)
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != strings.Repeat("a", 20) {
+		t.Fatalf("the body's first part: %q, %v", first, err)
+	}
+	release.Do(func() { close(next) })
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != strings.Repeat("b", 20) {
+		t.Errorf("the rest: %q, %v", rest, err)
+	}
+}
+
 // TestIdlePool: MaxIdleConns bounds the pool, IdleTimeout empties it,
 // CloseIdle closes what it holds.
 func TestIdlePool(t *testing.T) {
