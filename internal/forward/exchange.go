@@ -91,6 +91,13 @@ func (x *exchange) run(mayRetry bool) (retry bool) {
 		err = x.copyBody(fr.length)
 	}
 	if err != nil {
+		var cw clientWriteError
+		if fn := x.f.o.OnBodyError; fn != nil && !errors.As(err, &cw) {
+			if cerr := x.ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+				err = fmt.Errorf("forward: %w (after %v)", cerr, err)
+			}
+			fn(x.w, x.r, err)
+		}
 		x.abort()
 		return false
 	}
@@ -606,8 +613,18 @@ func (x *exchange) beforeRead() {
 func (x *exchange) write(p []byte) error {
 	_, err := x.w.Write(p)
 	x.pending = true
-	return err
+	if err != nil {
+		return clientWriteError{err}
+	}
+	return nil
 }
+
+// A clientWriteError is a failure to write the response to the client:
+// the client's doing, not the upstream's.
+type clientWriteError struct{ err error }
+
+func (e clientWriteError) Error() string { return e.err.Error() }
+func (e clientWriteError) Unwrap() error { return e.err }
 
 // copyBody copies n bytes of body (n < 0: up to the end of the
 // connection) to the client.

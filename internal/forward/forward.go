@@ -58,6 +58,12 @@ type Options struct {
 	// answer in time, anything else when it is unreachable or answered
 	// something that is not HTTP/1.x.
 	OnError func(w http.ResponseWriter, r *http.Request, err error)
+	// OnBodyError, if set, is told of an upstream that failed after the
+	// response's head went to the client (a reset, a body shorter than
+	// its length, bad chunked framing, a timeout): the client's answer is
+	// then cut off, and nothing may be written to w. err classifies as
+	// OnError's. A failure to write to the client is not reported.
+	OnBodyError func(w http.ResponseWriter, r *http.Request, err error)
 	// Reuse says which requests a pooled connection may carry: any
 	// (ReuseShared, the default), only those of the client connection
 	// whose request it last carried (ReusePerClient), or none

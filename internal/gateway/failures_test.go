@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -323,6 +326,65 @@ rules:
 			skipped, all := h.lines("rule skipped")
 			if len(skipped) != 1 || skipped[0]["rule"] != tc.name || skipped[0]["kind"] != tc.kind {
 				t.Errorf("rule skipped lines: %v, want one for %s with kind %s\nlog:\n%s", skipped, tc.name, tc.kind, all)
+			}
+		})
+	}
+}
+
+// TestUpstreamFailureMidBodyLogged: an upstream that fails after its
+// answer's head went to the client (bad chunked framing, a body shorter
+// than its length) cuts that answer off, and is logged and counted as a
+// failure of its kind, as one that fails before answering is.
+func TestUpstreamFailureMidBodyLogged(t *testing.T) {
+	for _, tc := range []struct {
+		name, answer, kind string
+	}{
+		{"bad chunk size", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nzz\r\n", "bad_response"},
+		{"short body", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly twenty bytes...", "reset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ln.Close() })
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go func() {
+						defer c.Close()
+						br := bufio.NewReader(c)
+						if _, err := http.ReadRequest(br); err != nil {
+							return
+						}
+						io.WriteString(c, tc.answer)
+					}()
+				}
+			}()
+			h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+upstreams: {api: {url: "http://`+ln.Addr().String()+`"}}
+routes: [{name: search, path: /search, upstream: api}]
+`)
+			req, _ := http.NewRequest("GET", h.gw.URL+"/search", nil)
+			req.Header.Set("X-Forwarded-For", "203.0.113.7")
+			resp, err := h.client.Do(req)
+			if err == nil {
+				_, err = io.ReadAll(resp.Body)
+				resp.Body.Close()
+			}
+			if err == nil {
+				t.Fatal("the client read a whole answer; want it cut off")
+			}
+			got, all := h.lines("upstream failed")
+			if len(got) != 1 || got[0]["kind"] != tc.kind || got[0]["route"] != "search" {
+				t.Errorf("upstream failed lines: %v, want one of kind %s on route search\nlog:\n%s", got, tc.kind, all)
+			}
+			if n := h.metric(`floodgate_upstream_errors_total{kind="` + tc.kind + `",upstream="api"}`); n != 1 {
+				t.Errorf("floodgate_upstream_errors_total{kind=%q} = %v, want 1", tc.kind, n)
 			}
 		})
 	}

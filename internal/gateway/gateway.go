@@ -274,8 +274,9 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 			return nil // Validate reported it
 		}
 		onError := func(w http.ResponseWriter, r *http.Request, err error) { g.upstreamError(w, r, err, name) }
+		onBodyError := func(w http.ResponseWriter, r *http.Request, err error) { g.upstreamFailed(w, r, err, name) }
 		up := proxy.NewUpstream(name, u, proxy.UpstreamOptions{
-			OnError: onError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
+			OnError: onError, OnBodyError: onBodyError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
 			WrapTransport: wraps[name],
 			Reuse:         reuseMode(c.Upstreams[name].ConnectionReuse),
 			OnUnsolicited: unsolicited(name, o),
@@ -676,11 +677,9 @@ func (g *Gateway) release(st *state) {
 // client's leaving is logged and counted (Failures.Upstream), by kind.
 func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error, upstream string) {
 	retry, kind := defaultCapacityRetry, respond.GatewayTimeout
-	route := ""
 	if sw, ok := w.(*statusWriter); ok {
 		sw.own = true
 		if sw.route != nil {
-			route = sw.route.name
 			retry = sw.route.retryAfter
 			if sw.route.timeoutStatus == http.StatusServiceUnavailable {
 				kind = respond.Unavailable
@@ -700,16 +699,7 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 			return
 		}
 	}
-	class := proxy.Classify(err)
-	// The route's total timeout, not the client, ended it.
-	totalTimeout := class == proxy.Canceled && r.Context().Err() != nil &&
-		errors.Is(context.Cause(r.Context()), context.DeadlineExceeded)
-	switch {
-	case totalTimeout:
-		g.failures.Upstream(route, upstream, proxy.Timeout.String())
-	case class != proxy.Canceled:
-		g.failures.Upstream(route, upstream, class.String())
-	}
+	class, totalTimeout := g.upstreamFailed(w, r, err, upstream)
 	if class != proxy.Canceled && errors.Is(err, upstreamauth.ErrNoToken) {
 		// No credentials for the upstream (token endpoint down): the
 		// request was not sent; try again later.
@@ -728,6 +718,29 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	default:
 		g.answers.Write(w, r, respond.Answer{Kind: respond.BadGateway})
 	}
+}
+
+// upstreamFailed classifies a failure of the upstream named and, unless
+// the client's leaving ended it, counts and logs it as the upstream's
+// (telemetry.Failures.Upstream). It also serves an upstream that failed
+// after its answer's head went to the client (forward's OnBodyError): the
+// answer is cut off then, and nothing more is written. totalTimeout
+// reports that the route's total timeout, not the client, ended it.
+func (g *Gateway) upstreamFailed(w http.ResponseWriter, r *http.Request, err error, upstream string) (class proxy.Class, totalTimeout bool) {
+	route := ""
+	if sw, ok := w.(*statusWriter); ok && sw.route != nil {
+		route = sw.route.name
+	}
+	class = proxy.Classify(err)
+	totalTimeout = class == proxy.Canceled && r.Context().Err() != nil &&
+		errors.Is(context.Cause(r.Context()), context.DeadlineExceeded)
+	switch {
+	case totalTimeout:
+		g.failures.Upstream(route, upstream, proxy.Timeout.String())
+	case class != proxy.Canceled:
+		g.failures.Upstream(route, upstream, class.String())
+	}
+	return class, totalTimeout
 }
 
 // cleanPath returns the canonical form of an absolute path: dot segments

@@ -181,6 +181,9 @@ type UpstreamOptions struct {
 	// OnUnsolicited is forward.Options.OnUnsolicited (the forwarder
 	// only: Go's transport discards such bytes itself).
 	OnUnsolicited func()
+	// OnBodyError is forward.Options.OnBodyError (the lean forwarder's:
+	// an upstream that failed after the head went to the client).
+	OnBodyError ErrorFunc
 }
 
 // NewUpstream returns an Upstream forwarding to u over a pooled transport.
@@ -207,7 +210,7 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 		f, err := forward.New(u, forward.Options{
 			ConnectTimeout: o.ConnectTimeout, ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 			MaxIdleConns: o.MaxIdleConnsPerHost, OnError: o.OnError,
-			Reuse: o.Reuse, OnUnsolicited: o.OnUnsolicited,
+			Reuse: o.Reuse, OnUnsolicited: o.OnUnsolicited, OnBodyError: o.OnBodyError,
 		})
 		if err == nil {
 			up.fwd, up.Handler = f, f
