@@ -422,6 +422,13 @@ func (x *exchange) readHead() (none bool, err error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return true, err
 	}
+	// What came must begin as "HTTP/" does: bytes of another kind (an
+	// HTTP/0.9 body, another protocol) are no HTTP/1.x answer, whether or
+	// not a line end or the connection's end follows. Only what is
+	// buffered is looked at: no read waits for it.
+	if p, _ := c.br.Peek(min(c.br.Buffered(), len("HTTP/"))); !strings.HasPrefix("HTTP/", string(p)) {
+		return false, fmt.Errorf("%w: not HTTP/1.x: %q", errMalformed, quote(p))
+	}
 	for n := 0; ; n++ {
 		if err := c.head.readResponse(c.br); err != nil {
 			return false, err

@@ -624,6 +624,19 @@ func TestErrorsClassify(t *testing.T) {
 			t.Errorf("errors %v, want one wrapping context.DeadlineExceeded", errs)
 		}
 	})
+	t.Run("not HTTP/1.x", func(t *testing.T) {
+		for _, answer := range []string{"just a body, no head", "SSH-2.0-OpenSSH_9.6\r\n", "h"} {
+			up := newRawUpstream(t, func(*http.Request) (string, bool) { return answer, true })
+			el := newErrorLog()
+			fs := front(t, newForwarder(t, up.url, Options{}, el))
+			if res := rawDo(t, hostOf(fs), "GET", "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); res.Status != 502 {
+				t.Errorf("%q: status %d, want 502", answer, res.Status)
+			}
+			if errs := el.all(); len(errs) != 1 || !IsBadResponse(errs[0]) {
+				t.Errorf("%q: errors %v, want one bad response", answer, errs)
+			}
+		}
+	})
 	t.Run("client gone", func(t *testing.T) {
 		el := newErrorLog()
 		fs := front(t, newForwarder(t, hung.URL, Options{}, el))
