@@ -46,7 +46,9 @@ type Record struct {
 	// Kind says whether the record is a request or a rule decision.
 	Kind Kind
 	// Time is when the request arrived (common, combined, vhost_combined:
-	// when it was received; ALB: when the response was sent), in Unix
+	// when it was received; ALB: when the response was sent; WAF: when the
+	// record was written; floodgate's access log: when the request
+	// arrived, its decision log: when the rule decided), in Unix
 	// nanoseconds.
 	Time int64
 	// Client identifies the client as the log gives it: an IP address
