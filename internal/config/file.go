@@ -71,6 +71,11 @@ func concatPath(p, rel string) string {
 
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// JoinKey appends mapping key k to field path p, as File writes the paths
+// of problems: a key of other characters than letters, digits, _ and - is
+// quoted in brackets. For stages after loading that place their own.
+func JoinKey(p, k string) string { return joinKey(p, k) }
+
 // joinKey appends mapping key k to field path p.
 func joinKey(p, k string) string {
 	if !plainKey.MatchString(k) {

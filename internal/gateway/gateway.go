@@ -64,7 +64,8 @@ type Options struct {
 	// Now is the clock that measures upstream time (latency metrics and
 	// upstream_seconds costs). Nil: time.Now.
 	Now func() time.Time
-	// AccessLog, if set, receives one record per request (log.access).
+	// AccessLog, if set, receives one record per request that matched a
+	// route (log.access).
 	AccessLog *telemetry.AccessLog
 	// Shared holds the token caches and the sessions-per-address tracker
 	// across reloads. Nil: the Gateway's own.
@@ -256,7 +257,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	wraps := map[string]func(http.RoundTripper) http.RoundTripper{}
 	for _, name := range sortedNames(c.Upstreams) {
 		w, err := authTransport(f, name, o, o.Shared)
-		cp.add(joinKey(joinKey("upstreams", name), "auth"), err)
+		cp.add(config.JoinKey(config.JoinKey("upstreams", name), "auth"), err)
 		wraps[name] = w
 	}
 

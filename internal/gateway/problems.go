@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"errors"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -101,7 +100,7 @@ func (c *compileProblems) addMessage(i int, err error) {
 		path := rulePath(i, "message")
 		if me, ok := errors.AsType[*respond.MessageError](e); ok {
 			if me.Tag != "" {
-				path = joinKey(path, me.Tag)
+				path = config.JoinKey(path, me.Tag)
 			}
 			e = me.Err
 		}
@@ -138,18 +137,6 @@ func rulePath(i int, field string) string {
 		p += "." + field
 	}
 	return p
-}
-
-// plainKey matches the mapping keys a field path writes as they are.
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-
-// joinKey appends mapping key k to field path p, as config.File writes
-// paths: a key of other characters quoted in brackets.
-func joinKey(p, k string) string {
-	if !plainKey.MatchString(k) {
-		return p + "[" + strconv.Quote(k) + "]"
-	}
-	return p + "." + k
 }
 
 // leaves returns the errors err joins (errors.Join), recursively, or err

@@ -1,13 +1,10 @@
 package replay
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,19 +22,7 @@ const elastic = "../testdata/elastic_apache_logs.log.gz"
 // out, as the reader leaves it out).
 func elasticRequests(t *testing.T) (clients []string, times []time.Time) {
 	t.Helper()
-	fh, err := os.Open(elastic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fh.Close()
-	zr, err := gzip.NewReader(fh)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	for _, line := range elasticLines(t) {
 		if !strings.HasSuffix(line, `"`) {
 			continue
 		}
@@ -47,9 +32,6 @@ func elasticRequests(t *testing.T) (clients []string, times []time.Time) {
 		}
 		clients = append(clients, strings.Fields(line)[0])
 		times = append(times, at)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return clients, times
 }
