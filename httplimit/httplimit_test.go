@@ -517,6 +517,11 @@ func TestNewErrors(t *testing.T) {
 		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByUser(nil)}, []string{"key ByUser has no user function"}},
 		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByFunc(nil)}, []string{"key ByFunc has no function"}},
 		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByHeader("")}, []string{"key ByHeader has no header name"}},
+		// Names a request never carries would leave the rule counting nothing.
+		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByHeader("X-Api-Key ")}, []string{`key ByHeader("X-Api-Key "): not a header field name`}},
+		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByHeader("X-Api-Key:")}, []string{"not a header field name"}},
+		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByHeader("host")}, []string{`key ByHeader("Host")`, "Request.Host", "ByFunc"}},
+		{httplimit.RuleSpec{Name: "r", Limits: good, Key: httplimit.ByHeader("Transfer-Encoding")}, []string{"Request.TransferEncoding"}},
 		{httplimit.RuleSpec{Name: "r", Limits: good, RetryAfter: -time.Second}, []string{"RetryAfter -1s is negative"}},
 		{httplimit.RuleSpec{Name: "r", Limits: good, Message: map[string]string{"en": "{bogus}"}}, []string{"bogus"}},
 		{httplimit.RuleSpec{Name: "r", Limits: good, OnStoreError: 9}, []string{"OnStoreError"}},

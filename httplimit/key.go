@@ -46,7 +46,10 @@ func ByIP() Key { return Key{kind: keyIP} }
 // ","; a request without the header, or with only empty values, is not
 // counted by the rule. Clients choose what they send: use it only for
 // headers that the application or a proxy in front of it has verified or
-// set, and keep a per-IP rule for the requests without one.
+// set, and keep a per-IP rule for the requests without one. Limiter.NewRule
+// refuses a name that is not a header field name ("X-Api-Key:", a name with
+// a space) and Host and Transfer-Encoding, which net/http's server takes
+// out of Request.Header: a rule keyed by them would count nothing.
 func ByHeader(name string) Key {
 	return Key{kind: keyHeader, header: textproto.CanonicalMIMEHeaderKey(name)}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/floodgate/floodgate/internal/httpsyntax"
 	"github.com/floodgate/floodgate/internal/respond"
 	"github.com/floodgate/floodgate/ratelimit"
 )
@@ -81,8 +82,10 @@ const keyNamespace = "httplimit\x1f"
 // NewRule compiles spec into a Rule of l. The error lists every problem:
 // a missing or duplicate name, a name that is not printable ASCII, no
 // limits, an invalid limit (ratelimit.Limit.Validate), two limits with the
-// same window, a Key without its function, a negative RetryAfter, a bad
-// message, an unknown policy.
+// same window, a Key without its function, a ByHeader name that no request
+// parsed by net/http carries in its Header (not a field name, or Host or
+// Transfer-Encoding), a negative RetryAfter, a bad message, an unknown
+// policy.
 //
 // Make rules once, at startup: a Limiter refuses a second rule of the same
 // name, so that two rules never count under one counter by accident. To
@@ -127,6 +130,8 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 	case keyHeader:
 		if spec.Key.header == "" {
 			bad("key ByHeader has no header name")
+		} else if problem := headerKeyProblem(spec.Key.header); problem != "" {
+			bad("key ByHeader(%q): %s", spec.Key.header, problem)
 		}
 	case keyUser:
 		if spec.Key.user == nil {
@@ -182,6 +187,22 @@ func (l *Limiter) NewRule(spec RuleSpec) (*Rule, error) {
 		return nil, errors.Join(errs...)
 	}
 	return r, nil
+}
+
+// headerKeyProblem says why a ByHeader key named name (canonical) would
+// never find a value in a request that net/http's server parsed, or ""
+// when it can: a rule keyed by such a header would count nothing, and so
+// limit nothing, without a sign.
+func headerKeyProblem(name string) string {
+	switch {
+	case !httpsyntax.IsToken(name):
+		return "not a header field name (RFC 9110 token), so no request carries it"
+	case name == "Host":
+		return "net/http moves Host out of Request.Header into Request.Host; use ByFunc to count by it"
+	case name == "Transfer-Encoding":
+		return "net/http moves Transfer-Encoding out of Request.Header into Request.TransferEncoding; use ByFunc to count by it"
+	}
+	return ""
 }
 
 // lines returns the lines of err's message: one per problem, for an
