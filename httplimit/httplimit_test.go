@@ -17,6 +17,7 @@ import (
 
 	"github.com/floodgate/floodgate/httplimit"
 	"github.com/floodgate/floodgate/ratelimit"
+	"github.com/floodgate/floodgate/ratelimit/memory"
 )
 
 // step is one request of a table test and what it should get.
@@ -501,6 +502,13 @@ func TestNewErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("New error %v does not mention %q", err, want)
 		}
+	}
+
+	// A nil pointer in the interface (a store variable left unset) is as
+	// nil as a nil interface: refused, not a panic on the first request.
+	var unset *memory.Store
+	if _, err := httplimit.New(unset, httplimit.Options{}); err == nil || !strings.Contains(err.Error(), "store is a nil *memory.Store") {
+		t.Errorf("New((*memory.Store)(nil)) = %v, want an error saying the store is nil", err)
 	}
 
 	l := mustNew(t, newMemory(newClock()), httplimit.Options{})

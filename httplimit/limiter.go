@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"sync"
 	"time"
 
@@ -181,7 +182,8 @@ type Limiter struct {
 }
 
 // New returns a Limiter that counts in store. The error lists every
-// invalid option: a nil store, client-address settings the gateway would
+// invalid option: a nil store (or a nil pointer such as an unset
+// *redisstore.Store), client-address settings the gateway would
 // refuse (TrustedHops with TrustedProxies, an invalid prefix, an unknown
 // header, a prefix length out of range), an origin that is not an origin,
 // a language not offered, an unknown policy, a negative duration.
@@ -191,8 +193,12 @@ type Limiter struct {
 // warnings to Options.Logger.
 func New(store ratelimit.Store, opts Options) (*Limiter, error) {
 	var errs []error
-	if store == nil {
+	switch {
+	case store == nil:
 		errs = append(errs, errors.New("httplimit: new: store is nil"))
+	case isNilPointer(store):
+		errs = append(errs, fmt.Errorf("httplimit: new: store is a nil %T", store))
+		store = nil
 	}
 	l := &Limiter{
 		store:      store,
@@ -259,6 +265,18 @@ func New(store ratelimit.Store, opts Options) (*Limiter, error) {
 		}
 	}
 	return l, nil
+}
+
+// isNilPointer reports whether store is a nil pointer (or other nil
+// reference) in a non-nil interface, such as a *redisstore.Store variable
+// that was never set: its Take would panic on the first request.
+func isNilPointer(store ratelimit.Store) bool {
+	v := reflect.ValueOf(store)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // ClientIP returns the client address of r as ByIP finds it, following
