@@ -143,8 +143,12 @@ type Options struct {
 	// StoreTimeout bounds how long one decision waits for the store; a
 	// store that does not answer in time has failed, and the failure
 	// policy decides. Default DefaultStoreTimeout (100ms); negative for
-	// no bound but the request's own context. The in-memory store
-	// (*memory.Store) never waits, so it gets no deadline and its
+	// no bound but the request's own context (or Take's ctx). Within a
+	// positive StoreTimeout, Wrap and Check decide whether or not the
+	// client is still connected (the request's context canceled), so
+	// that a client cannot skip the quota by hanging up as soon as it
+	// has sent a request; Take stops when its ctx ends. The in-memory
+	// store (*memory.Store) never waits, so it gets no deadline and its
 	// decisions do not allocate one.
 	StoreTimeout time.Duration
 	// LogOnly puts every rule in shadow mode: over the limit is reported

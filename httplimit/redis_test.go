@@ -1,13 +1,18 @@
 package httplimit_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/floodgate/floodgate/httplimit"
+	"github.com/floodgate/floodgate/internal/redistest"
 	"github.com/floodgate/floodgate/ratelimit"
 	"github.com/floodgate/floodgate/ratelimit/redisstore"
 )
@@ -88,5 +93,64 @@ func TestDeadRedis(t *testing.T) {
 	d, err = closed.Take(context.Background(), "alice")
 	if err == nil || d.Allowed || d.RetryAfter != httplimit.DefaultFailClosedRetryAfter {
 		t.Errorf("closed.Take = %+v, %v; want refused for %v and an error", d, err, httplimit.DefaultFailClosedRetryAfter)
+	}
+}
+
+// TestClientGoneIsCounted: a request whose client has already left (its
+// context canceled, as net/http does when the connection closes) is
+// decided and counted like any other by a remote store, as the memory
+// store does. Otherwise a client that closes its connection as soon as it
+// has sent a request would skip the quota under FailOpen while the
+// handler still ran, and each such request would be logged as a store
+// failure.
+func TestClientGoneIsCounted(t *testing.T) {
+	srv := redistest.Start(t)
+	store, err := redisstore.New(redisstore.Options{Addrs: []string{srv.Addr()}, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var storeErrs []error
+	var logs bytes.Buffer
+	l := mustNew(t, store, httplimit.Options{
+		StoreTimeout: 5 * time.Second,
+		Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
+		Observe: func(e httplimit.Event) {
+			if e.Err != nil {
+				storeErrs = append(storeErrs, e.Err)
+			}
+		},
+	})
+	r := mustRule(t, l, httplimit.RuleSpec{Name: "per-ip", Limits: []ratelimit.Limit{lim(2, time.Hour)}})
+	next := &ok{}
+	h := r.Wrap(next)
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 2 {
+		req := request{}.build().WithContext(gone)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Header().Get("RateLimit") == "" {
+			t.Errorf("request %d of a client that left: %d, RateLimit %q; want 200 with the fields of a counted request", i, rec.Code, rec.Header().Get("RateLimit"))
+		}
+	}
+	if rec := serve(h, request{}); rec.Code != http.StatusTooManyRequests {
+		t.Errorf("third request: %d, want 429: the two of the client that left were not counted", rec.Code)
+	}
+	if n := next.n.Load(); n != 2 {
+		t.Errorf("next served %d requests, want 2", n)
+	}
+	if len(storeErrs) != 0 || strings.Contains(logs.String(), "store failed") {
+		t.Errorf("store errors %v, logs:\n%s\nwant none: the store did not fail", storeErrs, logs.String())
+	}
+
+	// Check decides the same way.
+	req := request{}.build().WithContext(gone)
+	req.RemoteAddr = "198.51.100.1:1234"
+	for i, want := range []bool{true, true, false} {
+		if got := r.Check(httptest.NewRecorder(), req, "198.51.100.1"); got != want {
+			t.Errorf("Check %d with the client gone = %v, want %v", i, got, want)
+		}
 	}
 }

@@ -348,7 +348,18 @@ func (r *Rule) decide(ctx context.Context, req *http.Request, key []byte) (ratel
 // check is Check and Wrap's decision on the counter key, a pooled
 // buffer whose spare room formats the RateLimit field.
 func (r *Rule) check(w http.ResponseWriter, req *http.Request, key []byte) bool {
-	d, v, _ := r.decide(req.Context(), req, key)
+	ctx := req.Context()
+	if r.l.timeout > 0 {
+		// The decision does not depend on whether the client is still
+		// there: net/http cancels the context when the connection
+		// closes, and a remote store would then fail, which FailOpen
+		// admits uncounted, so a client that hangs up as soon as it has
+		// sent a request would skip the quota while the handler still
+		// ran. The memory store ignores the context and so counts such a
+		// request; remote stores do the same within StoreTimeout.
+		ctx = context.WithoutCancel(ctx)
+	}
+	d, v, _ := r.decide(ctx, req, key)
 	switch v {
 	case admitFields:
 		r.setFields(w.Header(), d, key[len(key):])
