@@ -60,3 +60,24 @@ func TestValidateWindowBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateMessages: the error names the window as the limit is
+// written ("400d", as ParseLimit reads it), not as hours.
+func TestValidateMessages(t *testing.T) {
+	tests := []struct {
+		l    Limit
+		want string
+	}{
+		{Limit{Count: 1, Window: 400 * 24 * time.Hour}, "window 400d must be at most 366d"},
+		{Limit{Count: 1, Window: MaxWindow + time.Hour}, "window 8785h must be at most 366d"},
+		{Limit{Count: 1, Window: -time.Minute}, "window -1m must be at least 1ms"},
+		{Limit{Count: 1, Window: 500 * time.Microsecond}, "window 500µs must be at least 1ms"},
+		{Limit{Count: 1, Window: 1500 * time.Microsecond}, "window 1.5ms must be a whole number of milliseconds"},
+		{Limit{Count: 0, Window: time.Minute}, "count 0 must be positive"},
+	}
+	for _, tt := range tests {
+		if err := tt.l.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("%+v.Validate() = %v, want %q", tt.l, err, tt.want)
+		}
+	}
+}

@@ -119,11 +119,11 @@ func (l Limit) Validate() error {
 	case l.Count <= 0:
 		return fmt.Errorf("count %d must be positive", l.Count)
 	case l.Window < time.Millisecond:
-		return fmt.Errorf("window %s must be at least 1ms", l.Window)
+		return fmt.Errorf("window %s must be at least 1ms", FormatWindow(l.Window))
 	case l.Window > MaxWindow:
-		return fmt.Errorf("window %s must be at most %s (366d)", l.Window, MaxWindow)
+		return fmt.Errorf("window %s must be at most %s", FormatWindow(l.Window), FormatWindow(MaxWindow))
 	case l.Window%time.Millisecond != 0:
-		return fmt.Errorf("window %s must be a whole number of milliseconds", l.Window)
+		return fmt.Errorf("window %s must be a whole number of milliseconds", FormatWindow(l.Window))
 	case int(l.Algorithm) >= len(algorithmNames):
 		return fmt.Errorf("unknown algorithm %d", l.Algorithm)
 	case l.Algorithm != GCRA && l.Count > MaxWindowCount:
