@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -110,7 +111,9 @@ func (g *Gateway) ServeDecide(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Scheme, req.NoResponse = orig.scheme, true
-	v := d.lane.engine.Evaluate(r.Context(), req)
+	// Counted whether or not the proxy waits for the answer, as a
+	// forwarded request is (Gateway.ServeHTTP).
+	v := d.lane.engine.Evaluate(context.Background(), req)
 	if g.access != nil {
 		arrived := g.clock.Now()
 		defer func() { g.logAccess(arrived, or, req, sw, v) }()

@@ -474,11 +474,14 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	if !ok {
 		return
 	}
-	ctx := r.Context()
 	var v rules.Verdict
 	if !internal || g.internalRules {
-		v = g.gw.engine.Evaluate(ctx, req)
+		// Not the request's context, which ends when the client hangs
+		// up: a request is counted whether or not its client waits for
+		// the answer (the store bounds its own wait), as in finish.
+		v = g.gw.engine.Evaluate(context.Background(), req)
 	}
+	ctx := r.Context()
 	if g.access != nil {
 		arrived := g.clock.Now()
 		defer func() { g.logAccess(arrived, r, req, sw, v) }()

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -83,5 +84,61 @@ rules:
 	}
 	if out, err := rs.Do("DBSIZE"); err != nil || strings.TrimSpace(out) == "0" {
 		t.Errorf("Redis holds no keys (%q, %v)", out, err)
+	}
+}
+
+// TestClientGoneIsCounted: a request whose client hung up while its
+// decision was being made is counted all the same. The request's context
+// ends when the client goes (at once under net/http's server, when the
+// disconnect watch looks under floodgate's); deciding under it would fail
+// the store's call, and a client that hangs up after each request would
+// then never be counted, and would show as a store failure.
+func TestClientGoneIsCounted(t *testing.T) {
+	rs := redistest.Start(t)
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer up.Close()
+	yaml := `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+store: {url: "` + rs.URL() + `", timeout: 5s}
+upstreams: {api: {url: "` + up.URL + `"}}
+rules:
+  - {name: per-ip, limits: [2/1h]}
+`
+	f, err := config.Parse("redis.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	m := telemetry.NewMetrics("test")
+	store, closer, err := gateway.NewStore(&f.Config.Store, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{Store: store, Metrics: m, Logger: telemetry.NewLogger(io.Discard, "info")})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	ts := newFront(t, srv)
+	defer ts.Close()
+	h := &harness{t: t, gw: ts, client: frontClient(t), admin: admin.Handler(admin.Options{Gatherer: m.Registry})}
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 2 {
+		req := httptest.NewRequest("GET", "/", nil).WithContext(gone)
+		req.RemoteAddr = "203.0.113.7:4000"
+		srv.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	if resp, _ := h.do("GET", "/", "203.0.113.7"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("third request: %d, want 429: the two whose client left were not counted", resp.StatusCode)
+	}
+	for _, series := range []string{
+		`floodgate_rule_errors_total{kind="store",rule="per-ip"}`,
+		`floodgate_store_errors_total`,
+	} {
+		if got := h.metric(series); got != 0 {
+			t.Errorf("%s = %v, want 0: the store did not fail", series, got)
+		}
 	}
 }
