@@ -181,18 +181,17 @@ func mavedbBehindProxy(t *testing.T, h *decideHarness, addr string, check func(r
 	}
 }
 
-// TestDecideBehindRealNginx runs docs/decide.md's nginx configuration,
-// in a real nginx, in front of a recording upstream, asking floodgate
-// with examples/mavedb.yaml.
-func TestDecideBehindRealNginx(t *testing.T) {
+// startNginx runs a real nginx with server (http-level directives, the
+// page's snippet) until the test ends, connecting to floodgate from
+// proxyAddr, the harness's trusted proxy, and waits until addr accepts
+// connections. It returns the directory of nginx's files.
+func startNginx(t *testing.T, addr, server string) string {
+	t.Helper()
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		t.Skip("nginx is not installed (Debian: apt-get install nginx-light; scripts/test installs it): the decision listener is not tested behind a real nginx")
 	}
-	h := newDecideHarness(t, config.DecideNginx, nil)
-	addr := testnet.FreeAddr(t)
 	prefix := t.TempDir()
-	server := docSnippet(t, "nginx", addr, h.up.Listener.Addr().String(), h.dec.Listener.Addr().String())
 	// The process settings around the page's snippet: one process in the
 	// foreground, files under the test's directory, and connections to
 	// floodgate from 127.0.0.2, the harness's trusted proxy.
@@ -216,15 +215,95 @@ http {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	log := &testnet.Buffer{}
-	startProcess(t, addr, log, nil, bin, "-p", prefix, "-c", path)
+	startProcess(t, addr, &testnet.Buffer{}, nil, bin, "-p", prefix, "-c", path)
+	return prefix
+}
+
+// rawHead sends the bytes of one request head to addr from the loopback
+// address ip and returns the response, for requests net/http does not
+// write (HTTP/1.0 without Host).
+func rawHead(t *testing.T, ip, addr, head string) (*http.Response, string) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, head); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("%q: %v", head, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
+// TestDecideBehindRealNginx runs docs/decide.md's nginx configuration,
+// in a real nginx, in front of a recording upstream, asking floodgate
+// with examples/mavedb.yaml.
+func TestDecideBehindRealNginx(t *testing.T) {
+	h := newDecideHarness(t, config.DecideNginx, nil)
+	addr := testnet.FreeAddr(t)
+	prefix := startNginx(t, addr, docSnippet(t, "nginx", addr, h.up.Listener.Addr().String(), h.dec.Listener.Addr().String()))
 	mavedbBehindProxy(t, h, addr, func(resp *http.Response, body string) {
 		if !strings.Contains(body, `"status":429`) || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
 			t.Errorf("429 body %q (%s), want nginx's problem+json", body, resp.Header.Get("Content-Type"))
 		}
 	})
+	// A request without Host (HTTP/1.0, as health checkers send) is
+	// decided and forwarded like any other.
+	resp, body := rawHead(t, "127.0.0.4", addr, "GET /api/v1/score-sets/ HTTP/1.0\r\n\r\n")
+	if resp.StatusCode != 200 || body != `{"ok":true}` {
+		t.Errorf("HTTP/1.0 without Host = %d %q, want the upstream's 200", resp.StatusCode, body)
+	}
 	if errs, _ := os.ReadFile(filepath.Join(prefix, "error.log")); strings.Contains(string(errs), "[error]") {
 		t.Errorf("nginx logged errors:\n%s", errs)
+	}
+}
+
+// TestDecideNginxFloodgateUnreachable runs the page's nginx snippet
+// asking an address where nothing listens: as written it fails closed
+// (500, the upstream never asked); with the two lines the page says to
+// uncomment, it fails open (the upstream's answer).
+func TestDecideNginxFloodgateUnreachable(t *testing.T) {
+	up := newUpstream(t)
+	nobody := testnet.FreeAddr(t) // nothing listens there
+	failClosed := docSnippet(t, "nginx", docProxy, up.Listener.Addr().String(), nobody)
+	failOpen := failClosed
+	for _, line := range []string{
+		"# error_page 500 502 503 504 = @floodgate_unavailable;",
+		"# location @floodgate_unavailable { return 204; }",
+	} {
+		if !strings.Contains(failOpen, line) {
+			t.Fatalf("the nginx snippet of docs/decide.md no longer has the line %q", line)
+		}
+		failOpen = strings.Replace(failOpen, line, strings.TrimPrefix(line, "# "), 1)
+	}
+	for _, tt := range []struct {
+		name, server string
+		wantStatus   int
+		wantBody     string
+		wantUpstream int
+	}{
+		{"fail closed", failClosed, 500, "", 0},
+		{"fail open", failOpen, 200, `{"ok":true}`, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := testnet.FreeAddr(t)
+			startNginx(t, addr, strings.ReplaceAll(tt.server, docProxy, addr))
+			before := up.count("127.0.0.5")
+			resp, body := proxyGet(t, clientFrom(t, "127.0.0.5"), addr, "/api/v1/score-sets/")
+			if resp.StatusCode != tt.wantStatus || tt.wantBody != "" && body != tt.wantBody {
+				t.Errorf("floodgate unreachable: %d %q, want %d %q", resp.StatusCode, body, tt.wantStatus, tt.wantBody)
+			}
+			if got := up.count("127.0.0.5") - before; got != tt.wantUpstream {
+				t.Errorf("the upstream saw %d requests, want %d", got, tt.wantUpstream)
+			}
+		})
 	}
 }
 
