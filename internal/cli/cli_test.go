@@ -110,6 +110,43 @@ func TestValidateListsWhatTheDecisionListenerSkips(t *testing.T) {
 	golden(t, "mavedb-decide.golden", "decision listener:"+decide)
 }
 
+// TestValidateListsWhatOnlyTheGatewayForwards: routes' query filters,
+// rewrites and body bounds change the request floodgate forwards; behind
+// the decision listener the proxy forwards the client's request as it
+// came, and validate says so route by route.
+func TestValidateListsWhatOnlyTheGatewayForwards(t *testing.T) {
+	conf := filepath.Join(t.TempDir(), "f.yaml")
+	yaml := `client_ip: {trusted_proxies: [127.0.0.1]}
+decide: {listen: 127.0.0.1:8083, protocol: nginx}
+upstreams: {api: {url: "http://127.0.0.1:8081"}}
+routes:
+  - {name: search, path: /search, upstream: api, query: {allow: [q, page_size], max: {page_size: 20}, over_max: drop}}
+  - {name: upload, path: /upload, upstream: api, max_body_bytes: 1024, rewrite: /v1/upload}
+  - {name: rest, path: /, upstream: api, query: {max: {page: 100}}}
+rules:
+  - {name: r, key: [ip], limits: [10/1m]}
+`
+	if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, nil, "validate", "--config", conf)
+	if code != 0 {
+		t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+	}
+	_, got, _ := strings.Cut(stdout, "\ndecision listener:")
+	want := ` 127.0.0.1:8083 (protocol nginx), answering 127.0.0.1 only
+  every rule is enforced there
+  done only when floodgate forwards (the proxy forwards the client's request as it came):
+  - route search query.allow: the upstream gets every query parameter the client sent (the rules see only the allowed ones)
+  - route search query.over_max drop: a value over query.max reaches the upstream (the rules do not see it)
+  - route upload rewrite: the upstream gets the path the proxy sends, not /v1/upload
+  - route upload max_body_bytes: the proxy sends no body to decide on; bound bodies in the proxy (nginx client_max_body_size)
+`
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("validate's decision listener section (-got +want):\n%s", diff)
+	}
+}
+
 // TestValidateHidesCredentials: validate's summary goes to CI logs and,
 // through the systemd unit's ExecStartPre, the journal: the store URL's
 // password is masked, as in serve's logs. (An upstream's

@@ -275,7 +275,9 @@ func printEffective(w io.Writer, f *config.File) {
 }
 
 // printDecide says what the decision listener enforces: every rule and
-// route cap but those that need the response, listed with why.
+// route cap but those that need the response, listed with why; and the
+// route settings that change the forwarded request, which the proxy
+// forwards itself.
 func printDecide(w io.Writer, c *config.Config) {
 	fmt.Fprintf(w, "\ndecision listener: %s (protocol %s), answering %s only\n", c.Decide.Listen, c.Decide.Protocol,
 		strings.Join(c.ClientIP.TrustedProxies, ", "))
@@ -285,18 +287,39 @@ func printDecide(w io.Writer, c *config.Config) {
 			skipped = append(skipped, fmt.Sprintf("rule %s: %s", r.Name, why))
 		}
 	}
+	// What the gateway does to the request it forwards: the proxy
+	// forwards the request itself, as the client sent it.
+	var forwarding []string
 	for _, r := range c.Routes {
 		if r.MaxInflight > 0 {
 			skipped = append(skipped, fmt.Sprintf("route %s max_inflight: a concurrency cap holds its slot until the response, whose end the proxy does not report", r.Name))
 		}
+		if len(r.Query.Allow) > 0 {
+			forwarding = append(forwarding, fmt.Sprintf("route %s query.allow: the upstream gets every query parameter the client sent (the rules see only the allowed ones)", r.Name))
+		}
+		if len(r.Query.Max) > 0 && r.Query.OverMax == "drop" {
+			forwarding = append(forwarding, fmt.Sprintf("route %s query.over_max drop: a value over query.max reaches the upstream (the rules do not see it)", r.Name))
+		}
+		if r.Rewrite != "" {
+			forwarding = append(forwarding, fmt.Sprintf("route %s rewrite: the upstream gets the path the proxy sends, not %s", r.Name, r.Rewrite))
+		}
+		if r.MaxBodyBytes > 0 {
+			forwarding = append(forwarding, fmt.Sprintf("route %s max_body_bytes: the proxy sends no body to decide on; bound bodies in the proxy (nginx client_max_body_size)", r.Name))
+		}
 	}
 	if len(skipped) == 0 {
 		fmt.Fprintf(w, "  every rule is enforced there\n")
-		return
+	} else {
+		fmt.Fprintf(w, "  not enforced there (the gateway listener enforces them):\n")
+		for _, s := range skipped {
+			fmt.Fprintf(w, "  - %s\n", s)
+		}
 	}
-	fmt.Fprintf(w, "  not enforced there (the gateway listener enforces them):\n")
-	for _, s := range skipped {
-		fmt.Fprintf(w, "  - %s\n", s)
+	if len(forwarding) > 0 {
+		fmt.Fprintf(w, "  done only when floodgate forwards (the proxy forwards the client's request as it came):\n")
+		for _, s := range forwarding {
+			fmt.Fprintf(w, "  - %s\n", s)
+		}
 	}
 }
 
