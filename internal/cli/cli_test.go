@@ -147,6 +147,41 @@ rules:
 	}
 }
 
+// TestValidateWarnsForwardedOnDecide: the proxies that ask the decision
+// listener pass a client's Forwarded field on as it came, so reading
+// Forwarded there lets a client choose its address unless something
+// trusted writes the field; validate says so, and only then.
+func TestValidateWarnsForwardedOnDecide(t *testing.T) {
+	const warning = "warning: client_ip: header Forwarded on the decision listener"
+	for _, tt := range []struct {
+		name, clientIP, decide string
+		want                   bool
+	}{
+		{"Forwarded, decide on", "{trusted_proxies: [127.0.0.1], header: forwarded}", "{listen: 127.0.0.1:8083, protocol: nginx}", true},
+		{"Forwarded, decide off", "{trusted_proxies: [127.0.0.1], header: Forwarded}", "{listen: \"off\", protocol: nginx}", false},
+		{"X-Forwarded-For, decide on", "{trusted_proxies: [127.0.0.1]}", "{listen: 127.0.0.1:8083, protocol: forwarded}", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := filepath.Join(t.TempDir(), "f.yaml")
+			yaml := "client_ip: " + tt.clientIP + "\ndecide: " + tt.decide + `
+upstreams: {api: {url: "http://127.0.0.1:8081"}}
+rules:
+  - {name: r, key: [ip], limits: [10/1m]}
+`
+			if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run(t, nil, "validate", "--config", conf)
+			if code != 0 {
+				t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+			}
+			if got := strings.Contains(stderr, warning); got != tt.want {
+				t.Errorf("warned = %v, want %v; stderr:\n%s", got, tt.want, stderr)
+			}
+		})
+	}
+}
+
 // TestValidateHidesCredentials: validate's summary goes to CI logs and,
 // through the systemd unit's ExecStartPre, the journal: the store URL's
 // password is masked, as in serve's logs. (An upstream's

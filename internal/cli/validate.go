@@ -68,6 +68,13 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 			fmt.Fprintf(env.stderr, "%s: warning: client_ip: %s\n", file, w)
 		}
 	}
+	if f.Config.DecideEnabled() && strings.EqualFold(f.Config.ClientIP.Header, clientip.Forwarded) {
+		// nginx (as docs/decide.md configures it), Caddy, Traefik and
+		// Envoy write X-Forwarded-For and pass a client's Forwarded on
+		// as it came: unless something trusted writes Forwarded, its
+		// rightmost entry is the client's choice.
+		fmt.Fprintf(env.stderr, "%s: warning: client_ip: header Forwarded on the decision listener: the proxies docs/decide.md shows set X-Forwarded-For and pass on a client's Forwarded as it came, so unless the proxy (or a trusted proxy in front of it) writes Forwarded itself, a client chooses its own address by sending one\n", file)
+	}
 	return f, g, nil
 }
 
