@@ -265,6 +265,47 @@ func TestDecideBehindRealNginx(t *testing.T) {
 	}
 }
 
+// TestDecideNginxRelaysRefusals: through the page's nginx snippet, a
+// client gets the status floodgate decided, as from the gateway: 404
+// with no route, 400 for a query value over a route's cap.
+func TestDecideNginxRelaysRefusals(t *testing.T) {
+	h := newDecideHarness(t, config.DecideNginx, func(c *config.Config) {
+		for i := range c.Routes {
+			c.Routes[i].Methods = []string{"GET", "HEAD", "OPTIONS"}
+		}
+		c.Routes[len(c.Routes)-1].Query.Max = map[string]int64{"page_size": 20} // the catch-all "api"
+	})
+	addr := testnet.FreeAddr(t)
+	startNginx(t, addr, docSnippet(t, "nginx", addr, h.up.Listener.Addr().String(), h.dec.Listener.Addr().String()))
+	c := clientFrom(t, "127.0.0.6")
+	for _, tt := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/api/v1/score-sets/?page_size=20", 200},
+		{"GET", "/api/v1/score-sets/?page_size=500", 400},
+		{"DELETE", "/api/v1/score-sets/", 404},
+		{"GET", "/api/v1/score-sets/", 200},
+	} {
+		req, err := http.NewRequest(tt.method, "http://"+addr+tt.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s %s = %d %s, want %d", tt.method, tt.path, resp.StatusCode, body, tt.want)
+		}
+	}
+	if got := h.up.count("127.0.0.6"); got != 2 {
+		t.Errorf("the upstream saw %d requests, want the 2 allowed", got)
+	}
+}
+
 // TestDecideNginxFloodgateUnreachable runs the page's nginx snippet
 // asking an address where nothing listens: as written it fails closed
 // (500, the upstream never asked); with the two lines the page says to
