@@ -306,6 +306,36 @@ func TestDecideNginxRelaysRefusals(t *testing.T) {
 	}
 }
 
+// TestDecideNginxCORSFromConfig: through the page's nginx snippet, a
+// refusal carries the CORS fields responses.cors configures, as the
+// gateway's own answer does, and none when it configures none.
+func TestDecideNginxCORSFromConfig(t *testing.T) {
+	for _, tt := range []struct {
+		origin, expose string
+		edit           func(*config.Config)
+	}{
+		{"https://app.example.org", "Retry-After", func(c *config.Config) {
+			c.Responses.CORS.AllowOrigin = "https://app.example.org"
+			c.Responses.CORS.ExposeHeaders = []string{"Retry-After"}
+		}},
+		{"", "", func(c *config.Config) { c.Responses.CORS = config.CORS{} }},
+	} {
+		h := newDecideHarness(t, config.DecideNginx, tt.edit)
+		addr := testnet.FreeAddr(t)
+		startNginx(t, addr, docSnippet(t, "nginx", addr, h.up.Listener.Addr().String(), h.dec.Listener.Addr().String()))
+		resp, body := proxyGet(t, clientFrom(t, "127.0.0.3"), addr, "/api/v1/score-sets/urn:mavedb:00000001-a-1/scores",
+			"Origin", "https://app.example.org", "User-Agent", "Mozilla/5.0 (compatible; GPTBot/1.2; +https://openai.com/gptbot)")
+		if resp.StatusCode != 403 {
+			t.Fatalf("GPTBot on a CSV endpoint = %d %s, want 403", resp.StatusCode, body)
+		}
+		for name, want := range map[string]string{"Access-Control-Allow-Origin": tt.origin, "Access-Control-Expose-Headers": tt.expose} {
+			if got := resp.Header.Get(name); got != want {
+				t.Errorf("allow_origin %q: 403 %s = %q, want %q", tt.origin, name, got, want)
+			}
+		}
+	}
+}
+
 // TestDecideNginxFloodgateUnreachable runs the page's nginx snippet
 // asking an address where nothing listens: as written it fails closed
 // (500, the upstream never asked); with the two lines the page says to
