@@ -249,6 +249,58 @@ rules:
 	}
 }
 
+// TestStoreErrorRepliesWithCachedRefusals: while Redis answers every
+// decision with an error (out of memory under noeviction), a client over
+// its limit is still refused from the over-limit cache. Those refusals
+// are not Redis answering: the log says the store is failing once, and
+// that it answers again only once Redis decides again.
+func TestStoreErrorRepliesWithCachedRefusals(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	srv := redistest.Start(t)
+	h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+store: {url: "`+srv.URL()+`", timeout: 100ms}
+upstreams: {api: {url: "`+up.URL+`"}}
+rules:
+  - {name: per-ip, limits: [1/1h]}
+`)
+	for deadline := time.Now().Add(redistest.ReadyTimeout); h.repeat(1, "GET", "/x", "203.0.113.7")[429] != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no 429 from the Redis store after %v", redistest.ReadyTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	failingBefore, _ := h.lines("store failing")
+	againBefore, _ := h.lines("store answering again")
+	for _, cmd := range [][]string{{"CONFIG", "SET", "maxmemory-policy", "noeviction"}, {"CONFIG", "SET", "maxmemory", "1"}} {
+		if _, err := srv.Do(cmd...); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	for i := range 10 {
+		if got := h.repeat(1, "GET", "/x", "198.51.100."+strconv.Itoa(i+1)); got[200] != 1 { // the failure policy's
+			t.Errorf("round %d: a new client with Redis out of memory got %v, want 200 (fail open)", i, got)
+		}
+		if got := h.repeat(1, "GET", "/x", "203.0.113.7"); got[429] != 1 {
+			t.Errorf("round %d: the client over its limit got %v, want 429 from the cache", i, got)
+		}
+	}
+	failing, all := h.lines("store failing")
+	again, _ := h.lines("store answering again")
+	if len(failing)-len(failingBefore) != 1 || len(again) != len(againBefore) {
+		t.Errorf("%d store failing and %d answering again lines with Redis out of memory all along, want 1 and 0:\n%s",
+			len(failing)-len(failingBefore), len(again)-len(againBefore), all)
+	}
+	if _, err := srv.Do("CONFIG", "SET", "maxmemory", "0"); err != nil {
+		t.Fatal(err)
+	}
+	h.repeat(1, "GET", "/x", "198.51.100.100")
+	if again, all := h.lines("store answering again"); len(again)-len(againBefore) != 1 {
+		t.Errorf("%d answering again lines once Redis decides again, want 1:\n%s", len(again)-len(againBefore), all)
+	}
+}
+
 // TestRuleFailureLogsNoClientValue: CEL's runtime errors name the value
 // they failed on, and here those values are a cookie, the client's
 // address, an API key, a bearer token and a header: the rule skipped

@@ -69,7 +69,7 @@ func NewStore(c *config.Store, m *telemetry.Metrics, logger *slog.Logger) (ratel
 		}, stat(func(st redisstore.Stats) float64 { return float64(st.CacheHits) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "floodgate_redis_up",
-			Help: "1 while decisions are sent to Redis (connected, no failure since the last success), else 0.",
+			Help: "1 while decisions are sent to Redis (connected, and answering since it last did not), else 0.",
 		}, stat(func(st redisstore.Stats) float64 {
 			if st.Up {
 				return 1

@@ -177,7 +177,10 @@ func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Lo
 // reported to f (nil: not reported).
 func (m *Metrics) InstrumentStore(s ratelimit.Store, f *Failures) ratelimit.Store {
 	is := &instrumented{Store: s, m: m, f: f}
-	if u, ok := s.(interface{ Up() bool }); ok {
+	switch u := s.(type) {
+	case interface{ Answering() bool }:
+		is.up = u.Answering
+	case interface{ Up() bool }:
 		is.up = u.Up
 	}
 	return is
@@ -188,7 +191,7 @@ type instrumented struct {
 	m  *Metrics
 	f  *Failures
 	n  atomic.Uint32
-	up func() bool // the store's own word on its server, if it has one
+	up func() bool // the store's own word on its server answering, if it has one
 }
 
 func (s *instrumented) Take(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
@@ -206,8 +209,9 @@ func (s *instrumented) Take(ctx context.Context, key string, n int64, limits ...
 
 // done counts and reports the outcome of one Take. A Take ended by its
 // caller's context (the client left) says nothing of the store's health,
-// nor does one a store that says it is down answered without asking its
-// server (a Redis store's over-limit cache refusing during an outage).
+// nor does one a store that says its server is down, or answering with
+// errors, answered without asking it (a Redis store's over-limit cache
+// refusing during an outage, or while Redis refuses writes).
 func (s *instrumented) done(ctx context.Context, err error) {
 	switch {
 	case err != nil:

@@ -92,7 +92,8 @@
 // before. While any of them fails fast, the store pings every node each
 // second and ends them all once every node answers, so a group whose
 // clients do not come back does not stay failed. Error replies from a server that answered (such as LOADING
-// after a restart) fail their Take but not the next ones. Deciding what a failed Take means (fail open or closed) is
+// after a restart, or OOM) fail their Take but not the next ones, except a
+// refused password (WRONGPASS, NOAUTH), which every connection would meet. Deciding what a failed Take means (fail open or closed) is
 // the caller's business.
 //
 // New never fails because Redis is down and never waits longer than

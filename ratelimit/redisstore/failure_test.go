@@ -459,3 +459,61 @@ func TestOpenBreakersCounted(t *testing.T) {
 		t.Errorf("after a success: %d breakers counted open, Stats().Up %v; want 0 and true", got, s.Stats().Up)
 	}
 }
+
+// TestErrorRepliesDoNotFailFast: a server that answers with an error (here
+// out of memory under maxmemory-policy noeviction) fails those Takes, but
+// is not taken for unreachable: the next Takes still go to Redis (no fast
+// failures, Stats.Up stays true, no "unreachable" line), and the first
+// one after Redis accepts writes again succeeds.
+func TestErrorRepliesDoNotFailFast(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	var log testnet.Buffer
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: failTimeout,
+		Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	waitTake(t, s, "k", 1, minute)
+	before := s.Stats()
+	for _, cmd := range [][]string{{"CONFIG", "SET", "maxmemory-policy", "noeviction"}, {"CONFIG", "SET", "maxmemory", "1"}} {
+		if _, err := srv.Do(cmd...); err != nil {
+			t.Fatalf("%v: %v", cmd, err)
+		}
+	}
+	for i := range 3 {
+		_, err := timedTake(t, s, "k", 1, minute)
+		if err == nil || errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "OOM") {
+			t.Fatalf("Take %d on a full Redis: error %v, want Redis's OOM reply", i, err)
+		}
+	}
+	if st := s.Stats(); !st.Up || st.FastFails != before.FastFails || st.Errors != before.Errors+3 {
+		t.Errorf("Stats() = %+v after error replies (before: %+v), want up, 3 more errors, no more fast failures", st, before)
+	}
+	if strings.Contains(log.String(), "unreachable") {
+		t.Errorf("the log says unreachable after error replies:\n%s", log.String())
+	}
+	if _, err := srv.Do("CONFIG", "SET", "maxmemory", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := timedTake(t, s, "k", 1, minute); err != nil {
+		t.Errorf("Take once Redis accepts writes again: %v", err)
+	}
+}
+
+// TestRefusedPasswordFailsFast: a password the server refuses (changed
+// on the server, the connections dropped) is an error reply too, but one
+// to every connection's handshake: the store fails fast and says it is
+// down rather than dialling again for each Take.
+func TestRefusedPasswordFailsFast(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--requirepass", "first")
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Password: "first", Timeout: failTimeout})
+	waitTake(t, s, "k", 1, minute)
+	redistest.DoAll(srv.Addr(), []string{"AUTH", "first"}, []string{"CONFIG", "SET", "requirepass", "second"},
+		[]string{"CLIENT", "KILL", "TYPE", "normal"})
+	waitFor(t, "a Take refused with WRONGPASS", func() bool {
+		_, err := timedTake(t, s, "k", 1, minute)
+		return err != nil && !errors.Is(err, ErrUnavailable) && strings.Contains(err.Error(), "WRONGPASS")
+	})
+	if s.Stats().Up {
+		t.Error("Stats().Up after the password was refused, want false (failing fast)")
+	}
+}

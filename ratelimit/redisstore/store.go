@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,10 @@ type Store struct {
 	// the next answer (a Ping or a Take's round trip): a replica that
 	// decides nothing still tells an outage its readiness checks find.
 	pingDown atomic.Bool
+	// replyErr is set by a Take that Redis answered with an error reply
+	// (out of memory, LOADING) and cleared by the next decision it sends:
+	// Redis is up, but deciding nothing (see Answering).
+	replyErr atomic.Bool
 	renewed  atomic.Int64 // mono() of the last renew, 0 for none
 
 	start time.Time // mono() is the time since start
@@ -284,10 +289,14 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 		if s.pingDown.Load() {
 			s.pingAnswered()
 		}
+		if s.replyErr.Load() {
+			s.replyErr.Store(false)
+		}
 	case reachable(err):
 		if probe {
 			s.recovered(b)
 		}
+		s.replyErr.Store(true)
 		s.errs.Add(1)
 	case ctx.Err() != nil: // the caller gave up; says nothing about Redis
 		s.errs.Add(1)
@@ -342,10 +351,25 @@ func (s *Store) unavailable() error {
 }
 
 // reachable reports whether err came from a Redis server's reply (so
-// Redis is up, whatever went wrong) or from decoding one.
+// Redis is up, whatever went wrong, and the next Take may succeed: an
+// out-of-memory refusal, LOADING, CLUSTERDOWN) or from decoding one. The
+// reply is wrapped ("redisstore: take: …"), so it is looked for in the
+// chain. A refused password is not reachable: the server sends it to a
+// connection's handshake, and without failing fast every Take would dial
+// and be refused again.
 func reachable(err error) bool {
-	_, ok := rueidis.IsRedisErr(err)
-	return ok || errors.Is(err, errCorrupt)
+	var rerr *rueidis.RedisError
+	if errors.As(err, &rerr) && rerr != rueidis.Nil {
+		return !refusedCredentials(rerr.Error())
+	}
+	return errors.Is(err, errCorrupt)
+}
+
+// refusedCredentials reports whether msg, a Redis error reply, refuses a
+// connection's credentials: none given to a server that needs them
+// (NOAUTH), or a wrong user or password (WRONGPASS).
+func refusedCredentials(msg string) bool {
+	return strings.HasPrefix(msg, "NOAUTH") || strings.HasPrefix(msg, "WRONGPASS")
 }
 
 // failed opens b after err, which says Redis did not answer: Takes under
@@ -606,6 +630,15 @@ func (s *Store) Up() bool {
 	return s.client.Load() != nil && s.open.Load() <= 0 && !s.pingDown.Load()
 }
 
+// Answering reports whether Redis decided the last Take sent to it: Up,
+// and no error reply (such as an out-of-memory refusal) since its last
+// decision. A Take refused by the over-limit cache asks nothing of Redis:
+// a caller that takes a Take without an error for Redis answering again
+// asks this first.
+func (s *Store) Answering() bool {
+	return s.Up() && !s.replyErr.Load()
+}
+
 // Stats are counts about a Store since New, for metrics. Counts are
 // read one by one, so they may be from slightly different instants.
 type Stats struct {
@@ -633,9 +666,11 @@ type Stats struct {
 	// the client reconnects by itself after that).
 	Connected bool
 	// Up reports whether Takes are sent to Redis now: connected, and no
-	// failure since the last success (on a cluster, in no group of hash
-	// slots: false while any node's keys fail fast), nor a Ping that Redis
-	// did not answer since its last answer.
+	// Take that Redis did not answer since the last answer (on a cluster,
+	// in no group of hash slots: false while any node's keys fail fast),
+	// nor a Ping that Redis did not answer since its last answer. An
+	// error reply (out of memory, LOADING) is an answer; a refused
+	// password is not.
 	Up bool
 	// Cluster reports whether the servers are a Redis Cluster.
 	Cluster bool
