@@ -293,3 +293,23 @@ func TestClusterStore(t *testing.T) {
 		t.Error("no keys in the cluster")
 	}
 }
+
+// TestStartLogsTheTimeoutInForce: a Redis URL's ?timeout= replaces the
+// default store.timeout, and the start-up line says which is in force,
+// not the file's default.
+func TestStartLogsTheTimeoutInForce(t *testing.T) {
+	rs := redistest.Start(t)
+	g := startMaveDB(t, rs.URL()+"?timeout=5s", okUpstream(t))
+	const line = `"msg":"counters are in Redis`
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(g.stderr.String(), line); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s line; log:\n%s", line, g.stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond) // a poll interval, not an assertion
+	}
+	for _, l := range strings.Split(g.stderr.String(), "\n") {
+		if strings.Contains(l, line) && !strings.Contains(l, `"timeout":"5s"`) {
+			t.Errorf("start-up line %s, want the timeout in force, 5s", l)
+		}
+	}
+}

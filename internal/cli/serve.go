@@ -315,7 +315,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			"store", c.Store.URL, "max_keys", c.Store.MaxKeys)
 	} else {
 		logger.Info("counters are in Redis, shared by every gateway replica using it", "store", config.Redacted(*c).Store.URL,
-			"timeout", c.Store.Timeout, "failure_policy", c.Store.FailurePolicy)
+			"timeout", gateway.StoreTimeout(&c.Store).String(), "failure_policy", c.Store.FailurePolicy)
 	}
 	logger.Info("floodgate started", "version", version.String(), "config", f.Name, "env", f.Env,
 		"mode", c.Mode, "hash", srv.Hash())

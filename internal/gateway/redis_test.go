@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
@@ -140,5 +141,29 @@ rules:
 		if got := h.metric(series); got != 0 {
 			t.Errorf("%s = %v, want 0: the store did not fail", series, got)
 		}
+	}
+}
+
+// TestStoreTimeout: the timeout a Redis store is made with, which the
+// start-up line reports: store.timeout, unless it is the default and the
+// URL sets one.
+func TestStoreTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name, url, timeout string
+		want               time.Duration
+	}{
+		{name: "memory", url: "memory", timeout: "100ms", want: 0},
+		{name: "default", url: "redis://127.0.0.1:6379", timeout: "100ms", want: 100 * time.Millisecond},
+		{name: "file", url: "redis://127.0.0.1:6379", timeout: "250ms", want: 250 * time.Millisecond},
+		{name: "url over the default", url: "redis://127.0.0.1:6379?timeout=5s", timeout: "100ms", want: 5 * time.Second},
+		{name: "file over url", url: "redis://127.0.0.1:6379?timeout=5s", timeout: "1s", want: time.Second},
+		{name: "bad url", url: "redis://127.0.0.1:99999", timeout: "100ms", want: 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &config.Store{URL: tc.url, Timeout: tc.timeout}
+			if got := gateway.StoreTimeout(c); got != tc.want {
+				t.Errorf("StoreTimeout(%+v) = %v, want %v", *c, got, tc.want)
+			}
+		})
 	}
 }

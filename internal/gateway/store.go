@@ -28,6 +28,34 @@ func NewMemoryStore(maxKeys int, now func() time.Time, m *telemetry.Metrics) *me
 	return s
 }
 
+// StoreTimeout returns the longest one decision by the Redis store that
+// c names may wait, as NewStore sets it: what start-up logs, rather than
+// store.timeout, which a URL's ?timeout= may replace. It is 0 for the
+// memory store or a URL that does not parse.
+func StoreTimeout(c *config.Store) time.Duration {
+	if c.URL == "" || c.URL == config.StoreMemory {
+		return 0
+	}
+	o, err := redisstore.ParseURL(c.URL)
+	if err != nil {
+		return 0
+	}
+	return storeTimeout(c, o.Timeout)
+}
+
+// storeTimeout returns the Redis store's timeout for c and the URL's
+// ?timeout= (0: none): store.timeout wins, unless it is only the default
+// and the URL sets one.
+func storeTimeout(c *config.Store, url time.Duration) time.Duration {
+	if d, err := config.ParseTimeout(c.Timeout); err == nil && (c.Timeout != config.DefaultStoreTimeout || url == 0) {
+		return d
+	}
+	if url == 0 {
+		return redisstore.DefaultTimeout
+	}
+	return url
+}
+
 // NewStore returns the store a configuration's store section names (url
 // "memory" or a Redis URL), with its metrics registered in m. A Redis
 // store is returned even when Redis is down: it connects in the
@@ -41,11 +69,7 @@ func NewStore(c *config.Store, m *telemetry.Metrics, logger *slog.Logger) (ratel
 	if err != nil {
 		return nil, nil, err
 	}
-	// store.timeout wins, unless it is only the default and the URL set
-	// one (?timeout=).
-	if d, err := config.ParseTimeout(c.Timeout); err == nil && (c.Timeout != config.DefaultStoreTimeout || o.Timeout == 0) {
-		o.Timeout = d
-	}
+	o.Timeout = storeTimeout(c, o.Timeout)
 	o.Logger = logger
 	s, err := redisstore.New(o)
 	if err != nil {
