@@ -517,3 +517,50 @@ func TestRefusedPasswordFailsFast(t *testing.T) {
 		t.Error("Stats().Up after the password was refused, want false (failing fast)")
 	}
 }
+
+// TestDroppedConnections: Redis drops every connection and keeps running
+// (CLIENT KILL here; a restart between two decisions, or a proxy in
+// between going away, does the same). One decision fails, on the first
+// dead connection; the probe after it goes to new connections, not to the
+// other dead ones, each of which would fail a probe and double the time
+// every decision fails fast.
+func TestDroppedConnections(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	s := newStore(t, Options{Addrs: []string{srv.Addr()}, Timeout: 5 * time.Second})
+	huge := ratelimit.Limit{Count: 1 << 30, Window: time.Hour}
+	// Concurrent Takes, so that each sender has a connection of its own
+	// besides the client's.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				if _, err := s.Take(ctx, "warm", 1, huge); err != nil {
+					t.Errorf("Take before the connections were dropped: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if out, err := srv.Do("CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatalf("CLIENT KILL: %v (%s)", err, out)
+	}
+	var failures []error
+	for i := 0; ; i++ {
+		_, err := s.Take(ctx, "k", 1, huge)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrUnavailable) {
+			failures = append(failures, err)
+		}
+		if i == 5000 {
+			t.Fatalf("no Take succeeded after the connections were dropped; failures: %v", failures)
+		}
+		time.Sleep(2 * time.Millisecond) // a poll interval, not an assertion
+	}
+	if len(failures) != 1 {
+		t.Errorf("%d decisions failed on dropped connections (%v), want 1: the first", len(failures), failures)
+	}
+}

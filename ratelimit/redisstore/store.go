@@ -63,6 +63,10 @@ type Store struct {
 	// Redis is up, but deciding nothing (see Answering).
 	replyErr atomic.Bool
 	renewed  atomic.Int64 // mono() of the last renew, 0 for none
+	// renewing is closed when the renewal that a broken connection
+	// started ends (see renewSoon); nil while none runs.
+	renewing atomic.Pointer[chan struct{}]
+	renewals atomic.Uint64 // new clients that replaced the one in use
 
 	start time.Time // mono() is the time since start
 
@@ -279,6 +283,20 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 			return ratelimit.Decision{}, s.fastFail()
 		}
 		probe = true // this Take finds out for the others whether Redis is back
+		if ch := s.renewing.Load(); ch != nil {
+			// New connections are being opened after one broke: the
+			// probe uses them rather than another of the old ones,
+			// which Redis may have dropped all at once (a restart, a
+			// CLIENT KILL, a proxy in between going away).
+			select {
+			case <-*ch:
+			case <-s.sharedDeadline().ctx.Done():
+			case <-ctx.Done():
+			}
+			if cp = s.client.Load(); cp == nil {
+				return ratelimit.Decision{}, s.fastFail()
+			}
+		}
 	}
 	d, err := s.take(ctx, *cp, cluster, h, n, limits)
 	switch {
@@ -377,6 +395,11 @@ func refusedCredentials(msg string) bool {
 // waits twice as long (up to maxBackoff).
 func (s *Store) failed(b *breaker, err error, probe bool) {
 	s.lastErr.Store(&err)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		// A connection broke (or was refused): its siblings may have
+		// died with it, and each would fail a probe of its own.
+		s.renewSoon()
+	}
 	now := s.mono()
 	if probe {
 		bo := min(2*b.backoff.Load(), int64(maxBackoff))
@@ -575,6 +598,27 @@ func (s *Store) recoverRenewed(b *breaker) {
 	}()
 }
 
+// renewSoon renews the client (see renew) on a goroutine of its own,
+// unless a renewal started that way still runs. The next probe waits for
+// it (Take), at most Timeout.
+func (s *Store) renewSoon() {
+	s.mu.Lock()
+	if s.closed || s.renewing.Load() != nil {
+		s.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	s.renewing.Store(&ch)
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		s.renew()
+		s.renewing.Store(nil)
+		close(ch)
+	}()
+}
+
 // renew replaces the client with a new one when Redis answers again
 // after failing, before the Takes waiting on it are let through: the old
 // client's connections may have died with the server (a restart), and
@@ -582,8 +626,8 @@ func (s *Store) recoverRenewed(b *breaker) {
 // which a fail_closed rule answers with 503. The senders take connections
 // of their own from the new client (they drop any from another), and the
 // old client is closed once the round trips it carries have had twice
-// Timeout to end. At most one renewal a maxBackoff; a failed one keeps
-// the old client.
+// Timeout to end. At most one renewal a maxBackoff; a failed one (Redis
+// still down) keeps the old client, and does not hold back the next.
 func (s *Store) renew() {
 	now := s.mono()
 	last := s.renewed.Load()
@@ -592,6 +636,7 @@ func (s *Store) renew() {
 	}
 	c, err := rueidis.NewClient(clientOption(s.opts))
 	if err != nil {
+		s.renewed.CompareAndSwap(now, last)
 		return
 	}
 	s.mu.Lock()
@@ -601,6 +646,7 @@ func (s *Store) renew() {
 		return
 	}
 	old := s.client.Swap(&c)
+	s.renewals.Add(1)
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
