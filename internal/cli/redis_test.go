@@ -135,6 +135,30 @@ func TestNotReadyUntilTheStoreAnswers(t *testing.T) {
 	}
 }
 
+// TestNotReadyWhileTheStoreCannotDecide: a Redis that answers PING but
+// refuses floodgate's decisions (an ACL user denied its keys here; the
+// address of a read-only replica is the same) is no store: the replica
+// is not ready, and says why in its log, until a decision succeeds.
+func TestNotReadyWhileTheStoreCannotDecide(t *testing.T) {
+	rs := redistest.Start(t)
+	if out, err := rs.Do("ACL", "SETUSER", "fg", "on", ">fg-secret-pass", "~other:*", "+@all"); err != nil {
+		t.Fatalf("ACL SETUSER: %v (%s)", err, out)
+	}
+	g := startMaveDB(t, "redis://fg:fg-secret-pass@"+rs.Addr()+"?timeout=5s", okUpstream(t))
+	if code, body := g.readyz(); code != 503 || !strings.Contains(body, "the store has not answered since start") {
+		t.Fatalf("/readyz with floodgate's keys denied: %d %q, want 503", code, body)
+	}
+	if log := g.stderr.String(); !strings.Contains(log, "NOPERM") || strings.Contains(log, "fg-secret-pass") {
+		t.Errorf("log with floodgate's keys denied, want NOPERM said, never the password:\n%s", log)
+	}
+	if out, err := rs.Do("ACL", "SETUSER", "fg", "allkeys"); err != nil {
+		t.Fatalf("ACL SETUSER: %v (%s)", err, out)
+	}
+	if code, body := g.readyz(); code != 200 || body != "ready\n" {
+		t.Errorf("/readyz once the keys are allowed: %d %q, want 200", code, body)
+	}
+}
+
 // TestRedisDownFailOpenAndRecovery: with Redis killed under traffic every
 // request is still answered (fail open, the default) and the store errors
 // are counted; once Redis is back, limits apply again without restarting

@@ -7,9 +7,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"log"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +18,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
@@ -29,6 +32,7 @@ import (
 	"github.com/floodgate/floodgate/internal/sample"
 	"github.com/floodgate/floodgate/internal/telemetry"
 	"github.com/floodgate/floodgate/internal/version"
+	"github.com/floodgate/floodgate/ratelimit"
 	"github.com/floodgate/floodgate/ratelimit/redisstore"
 )
 
@@ -265,18 +269,36 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	// The admin listener last: once /healthz answers, every listener is
 	// accepting connections.
 	if c.Admin.Listen != config.ListenOff {
-		// A store that can fail (Redis) must have answered once for the
+		// A store that can fail (Redis) must have decided once for the
 		// replica to be ready: a wrong address or password in a deploy
-		// stops there. After that, its outages are every replica's, and
-		// the failure policy's to answer (admin.Options.Store).
+		// stops there, and so does a Redis that answers PING but refuses
+		// floodgate's decisions (an ACL user denied its keys, the address
+		// of a read-only replica). After that, its outages are every
+		// replica's, and the failure policy's to answer
+		// (admin.Options.Store).
 		pinger, canFail := any(store).(interface{ Ping(context.Context) error })
 		var answered atomic.Bool
-		ping := func(ctx context.Context) error {
-			err := pinger.Ping(ctx)
+		var refusal atomic.Pointer[string] // the last refusal logged
+		decides := func(ctx context.Context) bool {
+			if st, ok := store.(interface{ Stats() redisstore.Stats }); ok {
+				if st.Stats().Decided > 0 { // by Redis, since start
+					answered.Store(true)
+					return true
+				}
+			}
+			_, err := store.Take(ctx, readinessKey, 1, readinessLimit)
 			if err == nil {
 				answered.Store(true)
+				return true
 			}
-			return err
+			// An unreachable store says so itself; a refusal is said once
+			// for each new reason.
+			if msg := config.MaskURLCredentials(err.Error()); !errors.Is(err, redisstore.ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+				if old := refusal.Swap(&msg); old == nil || *old != msg {
+					logger.Warn("the store refuses floodgate's decisions; not ready until it makes one", "error", msg)
+				}
+			}
+			return false
 		}
 		opts := admin.Options{
 			Gatherer: metrics.Registry,
@@ -286,19 +308,17 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 				if draining.Load() {
 					return errors.New("shutting down")
 				}
-				if canFail && !answered.Load() && !connected(store) {
-					if ping(ctx) != nil {
-						// Not the error: it names the store's nodes, and
-						// /readyz is open. The dashboard and the log say.
-						return errors.New("the store has not answered since start")
-					}
+				if canFail && !answered.Load() && !decides(ctx) {
+					// Not the error: it names the store's nodes, and
+					// /readyz is open. The dashboard and the log say.
+					return errors.New("the store has not answered since start")
 				}
 				return nil
 			},
 		}
 		if canFail {
 			opts.Store = func(ctx context.Context) error {
-				if err := ping(ctx); err != nil {
+				if err := pinger.Ping(ctx); err != nil {
 					policy := srv.Current().Config().Config.Store.FailurePolicy
 					return fmt.Errorf("%w (store.failure_policy %s)", err, policy)
 				}
@@ -509,7 +529,9 @@ func isLoopback(host string) bool {
 
 // connected reports whether a Redis store has connected since it started
 // (it reconnects by itself after that); false for any other store.
-func connected(store any) bool {
-	st, ok := store.(interface{ Stats() redisstore.Stats })
-	return ok && st.Stats().Connected
-}
+// readinessKey is the counter of the decision that makes a replica ready:
+// floodgate's own, since every rule's counter keys begin with the rule's
+// name, and readinessLimit admits every decision on it.
+const readinessKey = "\x1freadiness"
+
+var readinessLimit = ratelimit.Limit{Count: math.MaxInt32, Window: time.Second}

@@ -79,7 +79,7 @@ type Store struct {
 	done     chan struct{} // closed by Close
 	wg       sync.WaitGroup
 
-	takes, roundTrips, cacheHits, errs, fastFails atomic.Uint64
+	takes, roundTrips, cacheHits, errs, fastFails, decided atomic.Uint64
 
 	localNow func() int64 // tests only: the cache's clock (see cacheNow)
 }
@@ -301,6 +301,7 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 	d, err := s.take(ctx, *cp, cluster, h, n, limits)
 	switch {
 	case err == nil:
+		s.decided.Add(1)
 		if probe || b.failUntil.Load() != 0 {
 			s.recoverRenewed(b)
 		}
@@ -699,6 +700,9 @@ type Stats struct {
 	// CacheHits counts Takes refused by the over-limit cache, without a
 	// round trip.
 	CacheHits uint64
+	// Decided counts Takes that Redis decided: a round trip answered
+	// without an error.
+	Decided uint64
 	// Errors counts Takes that returned an error other than for bad
 	// arguments: timeouts, connection failures, Redis errors, and
 	// FastFails.
@@ -730,6 +734,7 @@ func (s *Store) Stats() Stats {
 		CacheHits:  s.cacheHits.Load(),
 		Errors:     s.errs.Load(),
 		FastFails:  s.fastFails.Load(),
+		Decided:    s.decided.Load(),
 	}
 	if s.cache != nil {
 		st.CacheEntries = s.cache.len()
