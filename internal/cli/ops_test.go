@@ -320,3 +320,37 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+func TestShutdownGraceRunningOutIsLogged(t *testing.T) {
+	engines(t, testShutdownGraceRunningOutIsLogged)
+}
+
+// A request still running when server.shutdown_grace runs out is cut off:
+// the operator reads that in the log, with how many were.
+func testShutdownGraceRunningOutIsLogged(t *testing.T, server string) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-release
+	}))
+	defer up.Close()
+	defer close(release) // before up.Close, which waits for the handler
+	server = strings.Replace(server, "read_header_timeout: 300ms", "read_header_timeout: 300ms, shutdown_grace: 1ms", 1)
+	g := startServe(t, strings.Replace(opsYAML(up.URL, "100/1m"), "server: {read_header_timeout: 300ms}", server, 1))
+
+	go func() {
+		if resp, err := http.Get("http://" + g.pub + "/slow"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-arrived
+	g.cancel() // what SIGTERM does
+	if code := <-g.done; code != 0 {
+		t.Errorf("exit code %d, want 0", code)
+	}
+	g.done <- 0 // for the cleanup
+	log := g.stderr.String()
+	if !strings.Contains(log, `"msg":"shutdown grace ran out: requests still in flight are cut off","grace":"1ms","in_flight":1,"listeners":["public"]`) {
+		t.Errorf("the request cut off at the end of the grace is not in the log:\n%s", log)
+	}
+}

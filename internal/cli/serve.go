@@ -149,17 +149,25 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	var servers []httpServer
+	var servers []namedServer
 	grace, _ := config.ParseTimeout(c.Server.ShutdownGrace)
 	// However serve ends (a signal, a listener failing, a start-up error),
 	// every server started is shut down: it stops accepting, and requests
-	// in flight finish, for at most the shutdown grace.
+	// in flight finish, for at most the shutdown grace. Those still running
+	// then are cut off when the process exits: the log says how many.
 	defer func() {
 		draining.Store(true)
 		sctx, scancel := context.WithTimeout(context.Background(), grace)
 		defer scancel()
+		var busy []string
 		for _, s := range servers {
-			_ = s.Shutdown(sctx)
+			if s.Shutdown(sctx) != nil {
+				busy = append(busy, s.name)
+			}
+		}
+		if len(busy) > 0 {
+			logger.Warn("shutdown grace ran out: requests still in flight are cut off",
+				"grace", grace.String(), "in_flight", metrics.InflightNow(), "listeners", busy)
 		}
 	}()
 	// Client connections are capped before the process runs out of
@@ -201,7 +209,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		if name == "public" || name == "internal" {
 			ln = conns.Wrap(ln)
 		}
-		servers = append(servers, s)
+		servers = append(servers, namedServer{name, s})
 		hs, _ := s.(*http.Server)
 		if ns, ok := s.(*h1server.NetHTTPServer); ok {
 			hs = ns.Server
@@ -471,6 +479,12 @@ func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metri
 type httpServer interface {
 	Serve(net.Listener) error
 	Shutdown(context.Context) error
+}
+
+// namedServer is a server started by serve, with its listener's name.
+type namedServer struct {
+	name string
+	httpServer
 }
 
 // newGatewayServer returns the server of the public and internal

@@ -5,6 +5,7 @@
 package telemetry
 
 import (
+	dto "github.com/prometheus/client_model/go"
 	"runtime"
 	"strconv"
 	"sync"
@@ -164,6 +165,16 @@ func (m *Metrics) Reloaded(ok bool, hash string) {
 
 // Inflight is the in-flight request gauge.
 func (m *Metrics) Inflight() prometheus.Gauge { return m.inflight }
+
+// InflightNow is the number of requests being handled now: the in-flight
+// gauge's value.
+func (m *Metrics) InflightNow() int64 {
+	var d dto.Metric
+	if m.inflight.Write(&d) != nil {
+		return 0
+	}
+	return int64(d.GetGauge().GetValue())
+}
 
 // RegisterConnections exports the public and internal listeners'
 // connections: those open now (open is called at scrape time), and the
