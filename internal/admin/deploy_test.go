@@ -161,6 +161,14 @@ tests:
         values: '0 0 0 1x27'
       - series: 'floodgate_config_reloads_total{job="fg",instance="b",result="failure"}'
         values: '0x30'
+      - series: 'floodgate_config_last_reload_successful{job="fg",instance="a"}'
+        values: '1 1 1 0x6 1x21'
+      - series: 'floodgate_config_last_reload_successful{job="fg",instance="b"}'
+        values: '1x30'
+      - series: 'floodgate_config_reloads_total{job="fg",instance="c",result="failure"}'
+        values: '0 0 0 1x27'
+      - series: 'floodgate_config_last_reload_successful{job="fg",instance="c"}'
+        values: '1 1 1 0x27'
       - series: 'floodgate_config_info{job="fg",instance="a",hash="sha256:aaaaaaaaaaaaaaaa"}'
         values: '1x30'
       - series: 'floodgate_config_info{job="fg",instance="b",hash="sha256:bbbbbbbbbbbbbbbb"}'
@@ -198,8 +206,12 @@ tests:
         alertname: FloodgateConfigReloadFailed
         exp_alerts:
           - exp_labels: {severity: warning, job: fg, instance: a, result: failure}
+          - exp_labels: {severity: warning, job: fg, instance: c, result: failure}
       - eval_time: 25m
         alertname: FloodgateConfigReloadFailed
+        exp_alerts:
+          # c's file is still the rejected one; a's was fixed.
+          - exp_labels: {severity: warning, job: fg, instance: c}
       - eval_time: 20m
         alertname: FloodgateConfigDiffers
         exp_alerts:

@@ -167,6 +167,7 @@ rules:
 
 const reloadOK = `floodgate_config_reloads_total{result="success"}`
 const reloadFailed = `floodgate_config_reloads_total{result="failure"}`
+const lastReloadOK = `floodgate_config_last_reload_successful`
 
 func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
@@ -174,6 +175,9 @@ func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
 	g := startServe(t, opsYAML(up.URL, "2/1h"))
 	if g.status("/a") != 200 || g.status("/a") != 200 || g.status("/a") != 429 {
 		t.Fatal("the first configuration (2/1h) is not in force")
+	}
+	if v := g.metric(lastReloadOK); v != 1 {
+		t.Errorf("%s = %v after the first load, want 1", lastReloadOK, v)
 	}
 
 	// A file change that raises the limit takes effect without a restart.
@@ -194,6 +198,15 @@ func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
 	if !strings.Contains(g.stderr.String(), "configuration rejected: the previous configuration keeps running") ||
 		!strings.Contains(g.stderr.String(), "five/1h") || !strings.Contains(g.stderr.String(), "bogus_key") {
 		t.Errorf("the rejection is not logged with every reason:\n%s", g.stderr.String())
+	}
+	// The rejection shows until a load succeeds, not only as it happens.
+	if v := g.metric(lastReloadOK); v != 0 {
+		t.Errorf("%s = %v after a rejected file, want 0", lastReloadOK, v)
+	}
+	g.write(opsYAML(up.URL, "6/1h"))
+	g.waitMetric(reloadOK, 3)
+	if v := g.metric(lastReloadOK); v != 1 {
+		t.Errorf("%s = %v after a valid file, want 1", lastReloadOK, v)
 	}
 
 	// SIGHUP reloads too (the watcher is off here, so only SIGHUP can).

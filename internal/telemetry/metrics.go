@@ -41,6 +41,7 @@ type Metrics struct {
 	reloads        *prometheus.CounterVec
 	configInfo     *prometheus.GaugeVec
 	lastReload     prometheus.Gauge
+	lastReloadOK   prometheus.Gauge
 	ring           *Ring // the last hour of rule decisions, for the dashboard (ring.go)
 
 	mu    sync.Mutex
@@ -126,9 +127,13 @@ func NewMetrics(version string) *Metrics {
 		Name: "floodgate_config_last_reload_success_timestamp_seconds",
 		Help: "When the configuration in force was loaded, in Unix seconds.",
 	})
+	m.lastReloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "floodgate_config_last_reload_successful",
+		Help: "1 if the last configuration load was applied, 0 if it was rejected (the previous configuration keeps running until a load succeeds).",
+	})
 	m.reloads.WithLabelValues("success")
 	m.reloads.WithLabelValues("failure")
-	reg.MustRegister(m.reloads, m.configInfo, m.lastReload)
+	reg.MustRegister(m.reloads, m.configInfo, m.lastReload, m.lastReloadOK)
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "floodgate_build_info",
 		Help: "Always 1; labels give the version and Go version.",
@@ -155,9 +160,11 @@ func (m *Metrics) SetMode(logOnly bool) {
 func (m *Metrics) Reloaded(ok bool, hash string) {
 	if !ok {
 		m.reloads.WithLabelValues("failure").Inc()
+		m.lastReloadOK.Set(0)
 		return
 	}
 	m.reloads.WithLabelValues("success").Inc()
+	m.lastReloadOK.Set(1)
 	m.configInfo.Reset()
 	m.configInfo.WithLabelValues(hash).Set(1)
 	m.lastReload.SetToCurrentTime()
