@@ -249,13 +249,14 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		}
 	}
 	public := newGatewayServer(srv, &c.Server, errLog)
+	var cert *certificate
 	if c.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		cert, err = loadCertificate(c.TLS.CertFile, c.TLS.KeyFile)
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
 		s := newServer(h1server.RefuseConnect(srv), &c.Server, errLog)
-		s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		s.TLSConfig = &tls.Config{GetCertificate: cert.get, MinVersion: tls.VersionTLS12}
 		public = s
 	}
 	if err := start("public", c.Listen, sf.change(data, "--listen", "listen", "FLOODGATE_LISTEN"), public); err != nil {
@@ -351,7 +352,13 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		hooks.started(srv)
 	}
 
-	reload := func(reason string) { sf.reload(env, srv, metrics, logger, reason) }
+	reload := func(reason string) {
+		sf.reload(env, srv, metrics, logger, reason)
+		if cert != nil {
+			// A renewed certificate at the same paths: no restart needed.
+			cert.reload(logger, reason)
+		}
+	}
 	go func() {
 		for {
 			select {

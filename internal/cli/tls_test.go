@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,13 +26,19 @@ import (
 // selfSigned writes a certificate for 127.0.0.1 and its key into dir.
 func selfSigned(t *testing.T, dir string) (certFile, keyFile string, pool *x509.CertPool) {
 	t.Helper()
+	return selfSignedAs(t, dir, "floodgate test")
+}
+
+// selfSignedAs is selfSigned with the certificate's common name.
+func selfSignedAs(t *testing.T, dir, name string) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "floodgate test"},
+		Subject:      pkix.Name{CommonName: name},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(time.Hour),
 		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
@@ -103,5 +111,76 @@ upstreams: {api: {url: "http://127.0.0.1:1"}}
 	code, _, stderr := run(t, nil, "serve", "--config", conf)
 	if code != 1 || stderr == "" {
 		t.Errorf("code %d stderr %q: want a clear failure", code, stderr)
+	}
+}
+
+// TestServeTLSCertificateReloadedOnSIGHUP: a certificate renewed at the
+// same paths is served after SIGHUP, without a restart; files that do not
+// load leave the current one served, and the log says why.
+func TestServeTLSCertificateReloadedOnSIGHUP(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, _ := selfSignedAs(t, dir, "first")
+	g := startServe(t, `
+listen: ${PUB}
+admin: {listen: "${ADM}"}
+tls: {cert_file: "`+certFile+`", key_file: "`+keyFile+`"}
+upstreams: {api: {url: "http://127.0.0.1:9"}}
+`, "--no-watch")
+	served := func() string {
+		t.Helper()
+		c, err := tls.Dial("tcp", g.pub, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	// waitServed sends SIGHUP until the listener serves want: reloads are
+	// asynchronous, and other tests' gateways take the signal too.
+	waitServed := func(want string) {
+		t.Helper()
+		for range 250 {
+			if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			if served() == want {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("the listener still serves %q, want %q; log:\n%s", served(), want, g.stderr.String())
+	}
+	if got := served(); got != "first" {
+		t.Fatalf("served %q at start, want first", got)
+	}
+	selfSignedAs(t, dir, "renewed")
+	waitServed("renewed")
+	if !strings.Contains(g.stderr.String(), `"msg":"TLS certificate reloaded","reason":"SIGHUP"`) {
+		t.Errorf("the new certificate is not in the log:\n%s", g.stderr.String())
+	}
+
+	// A key that does not match the certificate: the renewed one stays.
+	other, _, _ := selfSignedAs(t, t.TempDir(), "other")
+	data, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for range 250 {
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(g.stderr.String(), `"msg":"TLS certificate kept: the files do not load"`) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(g.stderr.String(), `"msg":"TLS certificate kept: the files do not load"`) {
+		t.Fatalf("a pair that does not load is not in the log:\n%s", g.stderr.String())
+	}
+	if got := served(); got != "renewed" {
+		t.Errorf("served %q after a pair that does not load, want renewed", got)
 	}
 }
