@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -117,4 +120,81 @@ func answers(t *testing.T, cmd *exec.Cmd, url string, code int) bool {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return false
+}
+
+// TestSIGHUPWhileStarting: a SIGHUP that arrives while floodgate reads its
+// configuration (`systemctl reload` just after `systemctl start`) does not
+// end it: it is a reload once floodgate runs.
+func TestSIGHUPWhileStarting(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	// The configuration is a named pipe: opening it to write waits for
+	// floodgate to open it to read, so the signal is sent while it starts.
+	fifo := filepath.Join(t.TempDir(), "floodgate.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no named pipe: %v", err)
+	}
+	pub, adm := testnet.FreeAddr(t), testnet.FreeAddr(t)
+	yaml := "listen: " + pub + "\nadmin: {listen: \"" + adm + "\"}\n" +
+		"upstreams: {api: {url: \"" + up.URL + "\"}}\nrules:\n  - {name: per-ip, limits: [100/1m]}\n"
+	feed := func() {
+		t.Helper()
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if _, err := w.WriteString(yaml); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "serve", "--config", fifo, "--no-watch")
+	cmd.Env = append(os.Environ(), "FLOODGATE_TEST_MAIN=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	opened := make(chan *os.File, 1)
+	go func() {
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			w = nil
+		}
+		opened <- w
+	}()
+	w := <-opened
+	if w == nil {
+		t.Fatal("cannot open the configuration's pipe")
+	}
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	w.WriteString(yaml)
+	w.Close()
+	if !answers(t, cmd, "http://"+adm+"/healthz", 200) {
+		t.Fatalf("floodgate did not survive a SIGHUP while starting; stderr:\n%s", stderr.String())
+	}
+	feed() // the reload the SIGHUP asked for reads the file again
+	reloaded := false
+	for i := 0; i < 500 && !reloaded; i++ {
+		if resp, err := http.Get("http://" + adm + "/metrics"); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			reloaded = strings.Contains(string(b), `floodgate_config_reloads_total{result="success"} 2`)
+		}
+		if !reloaded {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("floodgate ended with %v, want exit 0; stderr:\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), `"msg":"configuration reloaded","reason":"SIGHUP"`) {
+		t.Errorf("the SIGHUP sent while starting was not a reload; stderr:\n%s", stderr.String())
+	}
 }

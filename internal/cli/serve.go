@@ -89,6 +89,13 @@ func runServe(ctx context.Context, env environ, args []string) error {
 
 // serve runs the gateway until ctx ends or a listener fails.
 func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) error {
+	// SIGHUP reloads; subscribe first, before the file is even read, so
+	// that a SIGHUP sent while floodgate starts (`systemctl reload` just
+	// after `systemctl start`) never finds the default action (exit) in
+	// place: it is a reload once floodgate runs.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	f, data, problems, err := sf.load(env)
 	if err != nil {
 		return err
@@ -140,12 +147,6 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	}
 	defer stopGC()
 	var draining atomic.Bool
-	// SIGHUP reloads; subscribe before any listener is up, so that a
-	// SIGHUP sent once floodgate answers never finds the default action
-	// (exit) in place.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
