@@ -120,14 +120,20 @@ func TestCompose(t *testing.T) {
 		if diff := cmp.Diff(s.Command, []string{"serve", "--config", "/etc/floodgate/floodgate.yaml", "--sample-upstream"}); diff != "" {
 			t.Errorf("%s: command (-got +want):\n%s", n, diff)
 		}
+		// The configuration's directory is mounted, not the file alone:
+		// a file bind-mounted alone stays the one there at start, and a
+		// new version renamed over it never reaches the reload.
 		var cfgFile string
 		for _, m := range mounts[n] {
-			if m.target == "/etc/floodgate/floodgate.yaml" {
-				cfgFile = m.source
+			switch m.target {
+			case "/etc/floodgate":
+				cfgFile = filepath.Join(m.source, "floodgate.yaml")
+			case "/etc/floodgate/floodgate.yaml":
+				t.Errorf("%s mounts the file %s alone: a new version renamed over it would never be reloaded; mount its directory at /etc/floodgate", n, m.source)
 			}
 		}
 		if cfgFile == "" {
-			t.Fatalf("%s mounts no configuration at /etc/floodgate/floodgate.yaml", n)
+			t.Fatalf("%s mounts no configuration directory at /etc/floodgate", n)
 		}
 		env := map[string]string{}
 		for k, v := range s.Environment {
