@@ -177,13 +177,18 @@ func loopback(remote string) bool {
 
 func (a *api) config(w http.ResponseWriter, r *http.Request) {
 	f := a.s.Current().Config()
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"file":        f.Name,
 		"environment": f.Env,
 		"hash":        a.s.Hash(),
 		"mode":        modeName(a.s.LogOnly()),
 		"config":      config.Redacted(f.Config),
-	})
+	}
+	// The file on disk is not the configuration in force: say why.
+	if rej := a.s.LastRejection(); rej != nil {
+		body["rejected"] = rej
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func modeName(logOnly bool) string {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -143,6 +144,21 @@ func (g *gatewayProc) waitMetric(series string, want float64) {
 	g.t.Fatalf("%s never reached %v (now %v); log:\n%s", series, want, g.metric(series), g.stderr.String())
 }
 
+// adminConfig is GET /admin/config's answer (no token: a loopback peer).
+func (g *gatewayProc) adminConfig() map[string]any {
+	g.t.Helper()
+	resp, err := http.Get("http://" + g.adm + "/admin/config")
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != 200 {
+		g.t.Fatalf("GET /admin/config: %d %v", resp.StatusCode, err)
+	}
+	return body
+}
+
 func (g *gatewayProc) status(path string) int {
 	g.t.Helper()
 	resp, err := http.Get("http://" + g.pub + path)
@@ -199,14 +215,23 @@ func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
 		!strings.Contains(g.stderr.String(), "five/1h") || !strings.Contains(g.stderr.String(), "bogus_key") {
 		t.Errorf("the rejection is not logged with every reason:\n%s", g.stderr.String())
 	}
-	// The rejection shows until a load succeeds, not only as it happens.
+	// The rejection shows until a load succeeds, not only as it happens:
+	// in the metrics, and with its problems in the admin API.
 	if v := g.metric(lastReloadOK); v != 0 {
 		t.Errorf("%s = %v after a rejected file, want 0", lastReloadOK, v)
+	}
+	if rej := g.adminConfig()["rejected"]; rej == nil || rej.(map[string]any)["reason"] != "file changed" ||
+		!strings.Contains(rej.(map[string]any)["problems"].(string), "five/1h") ||
+		!strings.Contains(rej.(map[string]any)["problems"].(string), "bogus_key") {
+		t.Errorf("GET /admin/config after a rejected file: rejected = %v, want the reason and every problem", rej)
 	}
 	g.write(opsYAML(up.URL, "6/1h"))
 	g.waitMetric(reloadOK, 3)
 	if v := g.metric(lastReloadOK); v != 1 {
 		t.Errorf("%s = %v after a valid file, want 1", lastReloadOK, v)
+	}
+	if rej, ok := g.adminConfig()["rejected"]; ok {
+		t.Errorf("GET /admin/config after a valid file: rejected = %v, want none", rej)
 	}
 
 	// SIGHUP reloads too (the watcher is off here, so only SIGHUP can).

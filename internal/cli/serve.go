@@ -479,6 +479,7 @@ func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metri
 	} else {
 		msg = dedupe(problems).Error()
 	}
+	srv.Rejected(time.Now(), reason, msg)
 	logger.Error("configuration rejected: the previous configuration keeps running",
 		"reason", reason, "hash", srv.Hash(), "problems", msg)
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/h1server"
@@ -34,6 +35,16 @@ type Server struct {
 	// started with them: a reload reports every one its file changes,
 	// however many reloads ago the change was made.
 	started config.Config
+	// rejected is the last load's rejection, nil once a load succeeds.
+	rejected *Rejection
+}
+
+// A Rejection is a configuration load that was refused: the previous
+// configuration kept running.
+type Rejection struct {
+	Time     time.Time `json:"time"`
+	Reason   string    `json:"reason"`   // what asked for the load: SIGHUP, file changed
+	Problems string    `json:"problems"` // every problem, one a line, as the log has them
 }
 
 var (
@@ -139,11 +150,28 @@ func (s *Server) Reload(f *config.File, data []byte) (ignored []string, problems
 	}
 	s.cur.Store(g)
 	s.setHash(data)
+	s.rejected = nil
 	s.opts.Metrics.Reloaded(true, s.hash)
 	s.opts.Metrics.KeepPlanClients(planClients(&f.Config))
 	s.opts.Shared.keepUsed()
 	old.closeIdle()
 	return ignored, nil
+}
+
+// Rejected records that the load asked for by reason was refused for
+// problems; the configuration in force is unchanged.
+func (s *Server) Rejected(now time.Time, reason, problems string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rejected = &Rejection{Time: now, Reason: reason, Problems: problems}
+}
+
+// LastRejection returns the last load's rejection, or nil when the last
+// load was applied.
+func (s *Server) LastRejection() *Rejection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rejected
 }
 
 // LogOnly reports the run-time mode.
