@@ -392,3 +392,39 @@ func testShutdownGraceRunningOutIsLogged(t *testing.T, server string) {
 		t.Errorf("the request cut off at the end of the grace is not in the log:\n%s", log)
 	}
 }
+
+// TestEveryGatewayListenerStopsAcceptingOnShutdown: once the drain has
+// begun, the internal listener accepts no connection either, while a
+// request of the public listener is still in flight.
+func TestEveryGatewayListenerStopsAcceptingOnShutdown(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			close(arrived)
+			<-release
+		}
+	}))
+	defer up.Close()
+	defer close(release) // before up.Close, which waits for the handler
+	internal := testnet.FreeAddr(t)
+	g := startServeEnv(t, map[string]string{"INT": internal},
+		opsYAML(up.URL, "100/1m")+"internal: {listen: \"${INT}\"}\n")
+	go func() {
+		if resp, err := http.Get("http://" + g.pub + "/slow"); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-arrived
+	g.cancel() // what SIGTERM does
+	for i := 0; ; i++ {
+		c, err := net.Dial("tcp", internal)
+		if err != nil {
+			break
+		}
+		c.Close()
+		if i == 500 {
+			t.Fatal("the internal listener still accepts connections while the public one drains")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -15,7 +15,9 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -160,13 +162,33 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		draining.Store(true)
 		sctx, scancel := context.WithTimeout(context.Background(), grace)
 		defer scancel()
-		var busy []string
-		for _, s := range servers {
-			if s.Shutdown(sctx) != nil {
-				busy = append(busy, s.name)
+		var (
+			mu   sync.Mutex
+			busy []string
+		)
+		shutdown := func(gateway bool) {
+			var wg sync.WaitGroup
+			for _, s := range servers {
+				if gatewayListeners[s.name] == gateway {
+					wg.Go(func() {
+						if s.Shutdown(sctx) != nil {
+							mu.Lock()
+							busy = append(busy, s.name)
+							mu.Unlock()
+						}
+					})
+				}
 			}
+			wg.Wait()
 		}
+		// The gateway's listeners together: none accepts a connection
+		// once the drain has begun, and each request in flight has the
+		// whole grace. Then the others: the admin listener, whose /readyz
+		// answers 503 meanwhile, and the sample upstreams they may call.
+		shutdown(true)
+		shutdown(false)
 		if len(busy) > 0 {
+			slices.Sort(busy)
 			logger.Warn("shutdown grace ran out: requests still in flight are cut off",
 				"grace", grace.String(), "in_flight", metrics.InflightNow(), "listeners", busy)
 		}
@@ -489,6 +511,10 @@ type httpServer interface {
 	Serve(net.Listener) error
 	Shutdown(context.Context) error
 }
+
+// gatewayListeners are the names of the listeners that serve the
+// gateway's requests, shut down first and together.
+var gatewayListeners = map[string]bool{"public": true, "internal": true, "decide": true}
 
 // namedServer is a server started by serve, with its listener's name.
 type namedServer struct {
