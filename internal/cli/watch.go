@@ -18,7 +18,8 @@ import (
 // rename in the directory: an atomic replacement) is read at once,
 // after a short debounce; a file written in place only once it has had
 // no write for settle, so that a half-written file is never applied.
-// changed is called only when the bytes differ from the last ones seen.
+// changed is called only when the bytes differ from the last ones seen,
+// or when the file cannot be read where it could before.
 func watchFile(ctx context.Context, path string, settle time.Duration, changed func(), logger *slog.Logger) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -57,7 +58,11 @@ func watchFile(ctx context.Context, path string, settle time.Duration, changed f
 				logger.Warn("configuration watch", "error", err.Error())
 			case <-timer.C:
 				st.writing = false
-				if sum := fileSum(abs); sum != last && sum != [32]byte{} {
+				// A file that can no longer be read (removed, or
+				// replaced by one floodgate may not read) is a change
+				// too: the reload says why, where silence would leave
+				// it to the next restart to fail.
+				if sum := fileSum(abs); sum != last {
 					last = sum
 					changed()
 				}
@@ -99,6 +104,7 @@ func (s *settling) delay(ev fsnotify.Event, path string, settle time.Duration) (
 	return 0, false
 }
 
+// fileSum is the SHA-256 of the file's bytes, zero when it cannot be read.
 func fileSum(path string) [32]byte {
 	data, err := os.ReadFile(path)
 	if err != nil {

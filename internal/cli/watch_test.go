@@ -176,3 +176,37 @@ func TestReloadLogsRuleChanges(t *testing.T) {
 		t.Errorf("the reload that removed csv and bulk logged %v; log:\n%s", removed, g.stderr.String())
 	}
 }
+
+// TestWatchReportsAFileItCannotRead: a configuration file removed, or
+// replaced by one floodgate may not read, is a rejected reload (logged,
+// counted), not silence until the next restart fails; the file back is
+// reloaded.
+func TestWatchReportsAFileItCannotRead(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	g := startServe(t, opsYAML(up.URL, "5/1h"))
+	if err := os.Remove(g.conf); err != nil {
+		t.Fatal(err)
+	}
+	g.waitMetric(reloadFailed, 1)
+	if !strings.Contains(g.stderr.String(), "no such file or directory") {
+		t.Errorf("the removed file is not in the log:\n%s", g.stderr.String())
+	}
+	g.write(opsYAML(up.URL, "5/1h"))
+	g.waitMetric(reloadOK, 2)
+
+	if os.Geteuid() == 0 {
+		return // root reads a file whatever its mode
+	}
+	tmp := g.conf + ".tmp"
+	if err := os.WriteFile(tmp, []byte(opsYAML(up.URL, "6/1h")), 0o000); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, g.conf); err != nil {
+		t.Fatal(err)
+	}
+	g.waitMetric(reloadFailed, 2)
+	if !strings.Contains(g.stderr.String(), "permission denied") {
+		t.Errorf("the unreadable file is not in the log:\n%s", g.stderr.String())
+	}
+}
