@@ -109,12 +109,35 @@ func usage(w io.Writer) {
 // newFlags returns a FlagSet that reports errors instead of exiting.
 func newFlags(env environ, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+	errs := &noting{w: env.stderr}
+	fs.SetOutput(errs)
 	fs.Usage = func() {
-		fmt.Fprintf(env.stderr, "Usage: floodgate %s %s\n\nFlags:\n", name, synopsis)
+		// Asked for (-h, -help), the usage is the answer, on standard
+		// output as `floodgate help` writes it (so that it pipes into a
+		// pager); after a flag's error message, on standard error with it.
+		w := env.stdout
+		if errs.wrote {
+			w = env.stderr
+		}
+		errs.wrote = false
+		fmt.Fprintf(w, "Usage: floodgate %s %s\n\nFlags:\n", name, synopsis)
+		fs.SetOutput(w)
 		fs.PrintDefaults()
+		fs.SetOutput(errs)
 	}
 	return fs
+}
+
+// noting is a writer that notes whether it was written to: the flag
+// package writes an error message there before it calls Usage.
+type noting struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (n *noting) Write(p []byte) (int, error) {
+	n.wrote = true
+	return n.w.Write(p)
 }
 
 // parseFlags parses args, rejecting positional arguments.

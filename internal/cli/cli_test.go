@@ -327,3 +327,19 @@ rules:
 		}
 	}
 }
+
+// TestHelpOnStandardOutput: a command's usage asked for with -h is the
+// answer, on standard output (as `floodgate help` writes it), exit 0; after
+// a bad flag it goes with the error, on standard error, exit 2.
+func TestHelpOnStandardOutput(t *testing.T) {
+	for _, args := range [][]string{{"serve", "-h"}, {"validate", "--help"}, {"replay", "-help"}, {"diff", "-h"}} {
+		code, stdout, stderr := run(t, nil, args...)
+		if code != 0 || !strings.Contains(stdout, "Usage: floodgate "+args[0]) || !strings.Contains(stdout, "-config") || stderr != "" {
+			t.Errorf("floodgate %s: exit %d, stdout %q, stderr %q; want 0 and the usage on stdout alone", strings.Join(args, " "), code, stdout, stderr)
+		}
+	}
+	code, stdout, stderr := run(t, nil, "serve", "--no-such-flag")
+	if code != 2 || stdout != "" || !strings.Contains(stderr, "no-such-flag") || !strings.Contains(stderr, "Usage: floodgate serve") {
+		t.Errorf("floodgate serve --no-such-flag: exit %d, stdout %q, stderr %q; want 2, the error and the usage on stderr", code, stdout, stderr)
+	}
+}
