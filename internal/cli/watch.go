@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -19,7 +20,10 @@ import (
 // after a short debounce; a file written in place only once it has had
 // no write for settle, so that a half-written file is never applied.
 // changed is called only when the bytes differ from the last ones seen,
-// or when the file cannot be read where it could before.
+// or when the file cannot be read where it could before. A path that is a
+// symlink to a file in another directory has that directory watched too
+// (as it is after each read, the link may be changed to point elsewhere),
+// so that the file it names is seen replaced or written in place.
 func watchFile(ctx context.Context, path string, settle time.Duration, changed func(), logger *slog.Logger) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
@@ -34,6 +38,7 @@ func watchFile(ctx context.Context, path string, settle time.Duration, changed f
 		w.Close()
 		return err
 	}
+	target := watchTarget(w, abs, logger)
 	last := fileSum(abs)
 	go func() {
 		defer w.Close()
@@ -48,6 +53,9 @@ func watchFile(ctx context.Context, path string, settle time.Duration, changed f
 				if !ok {
 					return
 				}
+				if ev.Name == target {
+					ev.Name = abs // the file the link names is the file
+				}
 				if d, ok := st.delay(ev, abs, settle); ok {
 					timer.Reset(d)
 				}
@@ -58,6 +66,7 @@ func watchFile(ctx context.Context, path string, settle time.Duration, changed f
 				logger.Warn("configuration watch", "error", err.Error())
 			case <-timer.C:
 				st.writing = false
+				target = watchTarget(w, abs, logger)
 				// A file that can no longer be read (removed, or
 				// replaced by one floodgate may not read) is a change
 				// too: the reload says why, where silence would leave
@@ -70,6 +79,22 @@ func watchFile(ctx context.Context, path string, settle time.Duration, changed f
 		}
 	}()
 	return nil
+}
+
+// watchTarget returns the file that path, a symlink, names (path itself
+// when it is none or cannot be resolved), and adds its directory to w's
+// when it is another one and not watched yet.
+func watchTarget(w *fsnotify.Watcher, path string, logger *slog.Logger) string {
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return path
+	}
+	if dir := filepath.Dir(target); dir != filepath.Dir(path) && !slices.Contains(w.WatchList(), dir) {
+		if err := w.Add(dir); err != nil {
+			logger.Warn("configuration watch: the directory of the file the configuration links to cannot be watched; reload with SIGHUP", "dir", dir, "error", err.Error())
+		}
+	}
+	return target
 }
 
 // replaceDebounce is how long the watcher waits after a create or rename

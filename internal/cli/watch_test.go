@@ -210,3 +210,49 @@ func TestWatchReportsAFileItCannotRead(t *testing.T) {
 		t.Errorf("the unreadable file is not in the log:\n%s", g.stderr.String())
 	}
 }
+
+// TestWatchFollowsASymlink: a configuration path that is a symlink to a
+// file in another directory (a checkout, a shared volume) is reloaded
+// when that file is replaced there, as when the path itself is.
+func TestWatchFollowsASymlink(t *testing.T) {
+	real, links := t.TempDir(), t.TempDir()
+	file := filepath.Join(real, "floodgate.yaml")
+	if err := os.WriteFile(file, []byte("rules: []\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(links, "floodgate.yaml")
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 8)
+	err := watchFile(ctx, link, 50*time.Millisecond, func() {
+		b, _ := os.ReadFile(link)
+		got <- string(b)
+	}, telemetry.NewLogger(io.Discard, "info"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, next := range []string{"rules: [] # renamed over\n", "rules: [] # written in place\n"} {
+		if i == 0 {
+			tmp := filepath.Join(real, ".floodgate.yaml.tmp")
+			if err := os.WriteFile(tmp, []byte(next), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(tmp, file); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(file, []byte(next), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case b := <-got:
+			if b != next {
+				t.Errorf("change %d: read %q, want %q", i, b, next)
+			}
+		case <-time.After(30 * time.Second): // a bound, not a measure
+			t.Fatalf("change %d to the linked file was never read", i)
+		}
+	}
+}
