@@ -566,3 +566,20 @@ func TestOutcomeAndPolicyNames(t *testing.T) {
 		t.Errorf("names (-got +want):\n%s", diff)
 	}
 }
+
+// TestEmptyKeyValueIsOneCounter: a key function that returns an empty
+// value counts those requests under one counter, as documented: a lost ID
+// shares a limit rather than escaping it.
+func TestEmptyKeyValueIsOneCounter(t *testing.T) {
+	l := mustNew(t, memory.New(memory.Options{}), httplimit.Options{})
+	r := mustRule(t, l, httplimit.RuleSpec{Name: "per-org", Limits: []ratelimit.Limit{lim(2, time.Hour)},
+		Key: httplimit.ByFunc(func(*http.Request) (string, bool) { return "", true })})
+	h := r.Wrap(&ok{})
+	var codes []int
+	for _, remote := range []string{"198.51.100.1:1234", "198.51.100.2:1234", "198.51.100.3:1234"} {
+		codes = append(codes, serve(h, request{remote: remote}).Code)
+	}
+	if !cmp.Equal(codes, []int{200, 200, 429}) {
+		t.Errorf("three clients with an empty key: %v, want 200 200 429 (one counter)", codes)
+	}
+}

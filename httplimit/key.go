@@ -65,6 +65,13 @@ func ByUser(user func(ctx context.Context) (id string, ok bool)) Key {
 // ByFunc counts by the value fn returns for a request, for any other key:
 // an organisation, an operation, a combination. fn reports false for a
 // request the rule should not count. It must be safe for concurrent use.
+//
+// An empty value is a value like any other: every request for which fn
+// returns ("", true) shares one counter, as with Global. So a function
+// that returns an empty ID for some requests by mistake makes them share
+// one limit rather than escape it; return false for a request that is
+// not to be counted. The same holds for ByUser, and for the key given to
+// Rule.Take, Rule.Allow and Rule.Check.
 func ByFunc(fn func(r *http.Request) (key string, ok bool)) Key {
 	return Key{kind: keyFunc, fn: fn}
 }
