@@ -38,24 +38,7 @@ rules:
     count_when: "response.status == 401"
     limits: [3/10m]
 `
-	f, err := config.Parse("redis.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Config.ApplyDefaults()
-	m := telemetry.NewMetrics("test")
-	store, closer, err := gateway.NewStore(&f.Config.Store, m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
-	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{Store: store, Metrics: m, Logger: telemetry.NewLogger(io.Discard, "info")})
-	if len(problems) > 0 {
-		t.Fatal(problems)
-	}
-	ts := newFront(t, srv)
-	defer ts.Close()
-	h := &harness{t: t, gw: ts, client: frontClient(t), admin: admin.Handler(admin.Options{Gatherer: m.Registry})}
+	_, h := redisGateway(t, yaml)
 
 	for range 20 {
 		if resp, _ := h.do("GET", "/login?password=right", "203.0.113.5"); resp.StatusCode != 200 {
@@ -105,24 +88,7 @@ upstreams: {api: {url: "` + up.URL + `"}}
 rules:
   - {name: per-ip, limits: [2/1h]}
 `
-	f, err := config.Parse("redis.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Config.ApplyDefaults()
-	m := telemetry.NewMetrics("test")
-	store, closer, err := gateway.NewStore(&f.Config.Store, m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closer.Close()
-	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{Store: store, Metrics: m, Logger: telemetry.NewLogger(io.Discard, "info")})
-	if len(problems) > 0 {
-		t.Fatal(problems)
-	}
-	ts := newFront(t, srv)
-	defer ts.Close()
-	h := &harness{t: t, gw: ts, client: frontClient(t), admin: admin.Handler(admin.Options{Gatherer: m.Registry})}
+	srv, h := redisGateway(t, yaml)
 
 	gone, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -166,4 +132,28 @@ func TestStoreTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// redisGateway serves the configuration yaml, whose store is a Redis,
+// behind floodgate's own server until the test ends.
+func redisGateway(t *testing.T, yaml string) (*gateway.Server, *harness) {
+	t.Helper()
+	f, err := config.Parse("redis.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	m := telemetry.NewMetrics("test")
+	store, closer, err := gateway.NewStore(&f.Config.Store, m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{Store: store, Metrics: m, Logger: telemetry.NewLogger(io.Discard, "info")})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	ts := newFront(t, srv)
+	t.Cleanup(ts.Close)
+	return srv, &harness{t: t, gw: ts, client: frontClient(t), admin: admin.Handler(admin.Options{Gatherer: m.Registry})}
 }
