@@ -109,7 +109,7 @@ func TestAlertRulesPromtool(t *testing.T) {
 	for _, want := range []string{
 		"FloodgateRateLimitedAnswersRising", "FloodgateStoreErrors", "FloodgateKeyTableNearlyFull",
 		"FloodgateStoreEvicting", "FloodgateConfigReloadFailed", "FloodgateRedisDown",
-		"FloodgatePlanUsageNearLimit",
+		"FloodgatePlanUsageNearLimit", "FloodgateUpstreamFailing", "FloodgateUpstreamUnsolicited",
 	} {
 		if !names[want] {
 			t.Errorf("alert %s is missing", want)
@@ -177,6 +177,16 @@ tests:
         values: '0.5 0.6 0.7 0.85x27'
       - series: 'floodgate_plan_usage_ratio{job="fg",instance="a",client="lab",plan="standard"}'
         values: '0.3x30'
+      - series: 'floodgate_upstream_errors_total{job="fg",instance="a",upstream="api",kind="refused"}'
+        values: '0 0 0+120x28'
+      - series: 'floodgate_upstream_errors_total{job="fg",instance="a",upstream="api",kind="timeout"}'
+        values: '0x30'
+      - series: 'floodgate_upstream_errors_total{job="fg",instance="b",upstream="api",kind="refused"}'
+        values: '0x30'
+      - series: 'floodgate_upstream_unsolicited_total{job="fg",instance="a",upstream="api"}'
+        values: '0 0 0 0 0 1x25'
+      - series: 'floodgate_upstream_unsolicited_total{job="fg",instance="b",upstream="api"}'
+        values: '0x30'
     alert_rule_test:
       - eval_time: 5m
         alertname: FloodgatePlanUsageNearLimit
@@ -212,6 +222,20 @@ tests:
         exp_alerts:
           # c's file is still the rejected one; a's was fixed.
           - exp_labels: {severity: warning, job: fg, instance: c}
+      - eval_time: 4m
+        alertname: FloodgateUpstreamFailing
+      - eval_time: 10m
+        alertname: FloodgateUpstreamFailing
+        exp_alerts:
+          - exp_labels: {severity: warning, job: fg, instance: a, upstream: api, kind: refused}
+      - eval_time: 4m
+        alertname: FloodgateUpstreamUnsolicited
+      - eval_time: 6m
+        alertname: FloodgateUpstreamUnsolicited
+        exp_alerts:
+          - exp_labels: {severity: warning, job: fg, instance: a, upstream: api}
+      - eval_time: 25m
+        alertname: FloodgateUpstreamUnsolicited
       - eval_time: 20m
         alertname: FloodgateConfigDiffers
         exp_alerts:
@@ -332,7 +356,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	joined := strings.Join(titles, "\n")
 	for _, want := range []string{
 		"Enforced blocks vs shadow would-blocks per rule", "Decisions by rule", "429 / 403 / 503 answers per second",
-		"Upstream latency by route", "Store errors per second", "Store latency", "Key table fill",
+		"Upstream latency by route", "Upstream failures per second", "Store errors per second", "Store latency", "Key table fill",
 		"Evictions and expirations per second", "Configuration loads", "Configuration hash by instance", "In-flight requests",
 	} {
 		if !strings.Contains(joined, want) {
