@@ -49,7 +49,8 @@ const (
 // alternatives; the page has no script and refreshes itself with a meta
 // refresh.
 //
-// Rates (the 429/403/503 rate, store errors, evictions) are differences
+// Rates (floodgate's 429/403/503/502/504 answers, upstream failures,
+// store errors, evictions) are differences
 // between the counters now and a sample taken at an earlier page view,
 // at most rateWindow ago: the first view shows totals only, and the
 // automatic refresh brings the rates.
@@ -167,7 +168,8 @@ type page struct {
 	Rules      []ruleRow
 	Untracked  []string
 	Answers    []answerRow
-	RateOver   string // the interval the rates are over, "" for none
+	Upstreams  []upstreamRow // failures by upstream and kind, those with any
+	RateOver   string        // the interval the rates are over, "" for none
 	Store      storeView
 	Inflight   float64
 	Caps       []capRow
@@ -217,6 +219,15 @@ type answerRow struct {
 	HasRate       bool
 }
 
+// upstreamRow is one upstream's failures of one kind
+// (floodgate_upstream_errors_total{upstream,kind}).
+type upstreamRow struct {
+	Upstream, Kind string
+	Total          float64 // since start
+	Rate           float64 // per second over page.RateOver
+	HasRate        bool
+}
+
 type storeView struct {
 	Kind                     string // memory, redis
 	Errors                   float64
@@ -255,7 +266,8 @@ type metricRow struct {
 // sample is the counters a rate is computed from.
 type sample struct {
 	at                time.Time
-	codes             map[string]float64 // "429", "403", "503", "all"
+	codes             map[string]float64    // "429", "403", "503", "502", "504", "all"
+	upstreamErrors    map[[2]string]float64 // by upstream and kind
 	storeErrors       float64
 	evictions         float64
 	latCount, latSum  float64
@@ -437,12 +449,26 @@ func (d *dashboard) answersAndStore(p *page, byName map[string]*dto.MetricFamily
 		{"429", "rate limited (a block rule)"},
 		{"403", "denied (a deny rule)"},
 		{"503", "unavailable (a concurrency cap, a fail_closed store, or the upstream)"},
+		{"502", "bad gateway (the upstream failed: refused, reset, a bad answer, unreachable)"},
+		{"504", "gateway timeout (the upstream did not answer in time)"},
 	} {
 		a := answerRow{Code: c.code, Meaning: c.meaning, Total: cur.codes[c.code]}
 		if all := cur.codes["all"]; all > 0 {
 			a.Share = a.Total / all
 		}
 		p.Answers = append(p.Answers, a)
+	}
+
+	cur.upstreamErrors = map[[2]string]float64{}
+	if mf := byName["floodgate_upstream_errors_total"]; mf != nil {
+		for _, m := range mf.Metric {
+			l := labelsOf(m)
+			k := [2]string{l["upstream"], l["kind"]}
+			cur.upstreamErrors[k] += value(m)
+			if v := value(m); v > 0 {
+				p.Upstreams = append(p.Upstreams, upstreamRow{Upstream: k[0], Kind: k[1], Total: v})
+			}
+		}
 	}
 
 	s := &p.Store
@@ -524,6 +550,19 @@ func (d *dashboard) rates(p *page, cur sample) {
 				if all > 0 {
 					a.RecentShare = max(n, 0) / all
 				}
+			}
+			var failing []string
+			for i := range p.Upstreams {
+				u := &p.Upstreams[i]
+				n := max(cur.upstreamErrors[[2]string{u.Upstream, u.Kind}]-old.upstreamErrors[[2]string{u.Upstream, u.Kind}], 0)
+				u.Rate, u.HasRate = n/secs, true
+				if n > 0 {
+					failing = append(failing, fmt.Sprintf("%s (%s, %s)", u.Upstream, u.Kind, formatCount(uint64(n))))
+				}
+			}
+			if len(failing) > 0 {
+				p.Notices = append(p.Notices, fmt.Sprintf("Upstream failures in the last %s: %s. floodgate answers 502 or 504 in their place; /readyz stays ready.",
+					p.RateOver, strings.Join(failing, "; ")))
 			}
 			p.Store.ErrorRate = max(cur.storeErrors-old.storeErrors, 0) / secs
 			p.Store.EvictionRate = max(cur.evictions-old.evictions, 0) / secs

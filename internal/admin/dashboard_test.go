@@ -331,6 +331,51 @@ func TestDashboardRates(t *testing.T) {
 	}
 }
 
+// TestDashboardUpstreamDown: an upstream that refuses every request
+// shows on the page as 502s, as failures by upstream and kind, and, once
+// the refresh brings rates, as a notice at the top; /readyz stays ready,
+// so the page is where the operator sees it.
+func TestDashboardUpstreamDown(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	clk := struct {
+		sync.Mutex
+		t time.Time
+	}{t: time.Now()}
+	d := newDashboard(Options{Gatherer: e.m.Registry, Server: e.srv})
+	d.now = func() time.Time { clk.Lock(); defer clk.Unlock(); return clk.t }
+	view := func() string {
+		w := httptest.NewRecorder()
+		d.ServeHTTP(w, httptest.NewRequest("GET", "/admin/", nil))
+		return w.Body.String()
+	}
+	if page := view(); !strings.Contains(page, `data-status="upstreams-ok"`) || strings.Contains(page, `id="upstream-table"`) {
+		t.Error("before any failure, the page does not say that no upstream failed")
+	}
+	e.up.Close() // nothing listens at the upstream's address now
+	e.send(t, 2, "198.51.100.1", "/x", "")
+	page := view()
+	if row := regexp.MustCompile(`<tr data-code="502">.*</tr>`).FindString(page); !strings.Contains(row, `<td class="n">2</td>`) {
+		t.Errorf("502 row = %q, want 2 since start", row)
+	}
+	if row := regexp.MustCompile(`<tr data-upstream="api" data-kind="refused">.*</tr>`).FindString(page); !strings.Contains(row, `<td class="n">2</td>`) {
+		t.Errorf("upstream row = %q, want api refused 2 since start", row)
+	}
+	e.send(t, 1, "198.51.100.4", "/x", "") // within per-ip's limit: forwarded, and refused by the upstream
+	clk.Lock()
+	clk.t = clk.t.Add(10 * time.Second)
+	clk.Unlock()
+	page = view()
+	if !strings.Contains(page, `<p class="notice">Upstream failures in the last 10s: api (refused, 3).`) {
+		t.Error("no notice of the upstream's failures at the top of the page")
+	}
+	if row := regexp.MustCompile(`<tr data-upstream="api" data-kind="refused">.*</tr>`).FindString(page); !strings.Contains(row, ">0.30/s<") {
+		t.Errorf("upstream row = %q, want a rate of 0.30/s (3 in 10 s)", row)
+	}
+	if strings.Contains(page, "198.51.100.") {
+		t.Error("page shows a client address")
+	}
+}
+
 func TestQuantile(t *testing.T) {
 	bounds := []float64{0.001, 0.01, 0.1}
 	cum := []float64{50, 90, 100}
