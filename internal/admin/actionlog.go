@@ -116,6 +116,7 @@ const (
 	reasonMissing     = "credentials missing" // no token, no sign-in
 	reasonWrong       = "credentials wrong"   // a token that is not admin.token (header or sign-in form)
 	reasonForbidden   = "forbidden"           // a remote peer while no token is set
+	reasonHost        = "host not loopback"   // a loopback peer's request addressed to another name while no token is set (DNS rebinding)
 	reasonCrossOrigin = "cross-origin"        // a browser request from another page (CSRF, Origin)
 	reasonThrottled   = "throttled"           // a sign-in after too many wrong tokens
 )

@@ -156,10 +156,18 @@ func TestAdminActionsLogged(t *testing.T) {
 	})
 	do(h2, "GET", "/admin/mode", "", "", "192.0.2.10:5000")
 	do(h2, "GET", "/admin/mode", "", "", "127.0.0.1:5000")
+	// A loopback peer addressing another name: a page rebound to 127.0.0.1.
+	r := httptest.NewRequest("PUT", "/admin/mode", strings.NewReader("log-only"))
+	r.Host, r.RemoteAddr = "rebind.attacker.example:9090", "127.0.0.1:5000"
+	h2.ServeHTTP(httptest.NewRecorder(), r)
 	seen = 0
 	got, all := actionLines(t, buf2, &seen)
-	want := []map[string]any{refused("read mode", "forbidden", 403, "remote", 1), action("read mode", "ok", 200, "loopback")}
+	want := []map[string]any{refused("read mode", "forbidden", 403, "remote", 1), action("read mode", "ok", 200, "loopback"),
+		refused("set mode", "host not loopback", 403, "loopback", 1)}
 	if diff := cmp.Diff(got, want); diff != "" {
 		t.Errorf("no token: lines (-got +want):\n%s\nlog:\n%s", diff, all)
+	}
+	if strings.Contains(all, "attacker") {
+		t.Errorf("the log holds the Host a client sent:\n%s", all)
 	}
 }

@@ -7,7 +7,8 @@
 // something and needs `Authorization: Bearer TOKEN` with the configured
 // admin.token, or a browser signed in with that token at /admin/
 // (signin.go); when no token is configured, they answer only to loopback
-// peers.
+// peers that address the listener by a loopback name, and take no change
+// from another site's page.
 package admin
 
 import (
@@ -133,6 +134,21 @@ func (a *api) auth(h http.HandlerFunc) http.HandlerFunc {
 				problem(w, http.StatusForbidden, "admin.token is not set: the admin API answers only to loopback peers")
 				return
 			}
+			// A loopback peer may still be a browser running another
+			// site's page: one whose name was rebound to 127.0.0.1 (DNS
+			// rebinding) sends its own name as Host, and one that stayed
+			// on its own origin sends a cross-site Origin. Without a token
+			// nothing else tells them from the operator.
+			if !loopbackHost(r.Host) {
+				noteRefusal(w, reasonHost)
+				problem(w, http.StatusForbidden, "admin.token is not set: the admin API answers only to requests addressed to 127.0.0.1, [::1] or localhost")
+				return
+			}
+			if r.Method != http.MethodGet && r.Method != http.MethodHead && crossSite(r) {
+				noteRefusal(w, reasonCrossOrigin)
+				problem(w, http.StatusForbidden, "the admin API changes things only from the dashboard's page or a client that is not a browser")
+				return
+			}
 			h(w, r)
 			return
 		}
@@ -173,6 +189,40 @@ func loopback(remote string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.Unmap().IsLoopback()
+}
+
+// loopbackHost reports whether host, a request's Host (with or without a
+// port), names this machine's loopback: localhost, or a loopback address.
+// An empty Host (HTTP/1.0) is no browser's, and passes.
+func loopbackHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	name := host
+	if h, port, err := net.SplitHostPort(host); err == nil {
+		if port == "" || strings.Trim(port, "0123456789") != "" {
+			return false
+		}
+		name = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		name = host[1 : len(host)-1]
+	}
+	bracketed := strings.HasPrefix(host, "[") // an IPv6 address, and only that
+	if !bracketed && strings.EqualFold(strings.TrimSuffix(name, "."), "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(name)
+	return err == nil && a.Zone() == "" && a.Unmap().IsLoopback() && a.Is6() == bracketed
+}
+
+// crossSite reports whether r comes from another site's page, as the
+// browser says in Sec-Fetch-Site or Origin.
+func crossSite(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return true
+	}
+	o := r.Header.Get("Origin")
+	return o != "" && o != origin(r)
 }
 
 func (a *api) config(w http.ResponseWriter, r *http.Request) {

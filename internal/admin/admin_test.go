@@ -55,8 +55,12 @@ rules:
   - {name: per-ip, limits: [10/1m]}
 `
 
+// adminHost is the Host of a request to the default admin listener.
+const adminHost = "127.0.0.1:9090"
+
 func do(h http.Handler, method, path, auth, body, remote string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	r.Host = adminHost
 	if auth != "" {
 		r.Header.Set("Authorization", auth)
 	}
@@ -127,12 +131,62 @@ func TestNoTokenMeansLoopbackOnly(t *testing.T) {
 	}
 	// A forwarding header grants nothing.
 	r := httptest.NewRequest("GET", "/admin/mode", nil)
+	r.Host = adminHost
 	r.RemoteAddr = "192.0.2.1:5000"
 	r.Header.Set("X-Forwarded-For", "127.0.0.1")
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)
 	if w.Code != 403 {
 		t.Errorf("remote peer claiming loopback in X-Forwarded-For: %d, want 403", w.Code)
+	}
+}
+
+// TestNoTokenRefusesOtherSites: without a token, a loopback peer is the
+// operator only when it addresses this machine by a loopback name and,
+// for a change, comes from no other site's page. A page whose name was
+// rebound to 127.0.0.1 (DNS rebinding), or a page of another site posting
+// to 127.0.0.1, is a loopback peer too, in the operator's browser.
+func TestNoTokenRefusesOtherSites(t *testing.T) {
+	h, srv := newAdmin(t, `upstreams: {api: {url: "http://127.0.0.1:8081"}}`, nil)
+	send := func(method, path, host, body string, hdr ...string) int {
+		r := httptest.NewRequest(method, path, strings.NewReader(body))
+		r.Host = host
+		r.RemoteAddr = "127.0.0.1:5000"
+		for _, kv := range hdr {
+			k, v, _ := strings.Cut(kv, ": ")
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	const rebound = "rebind.attacker.example:9090"
+	for _, tc := range []struct {
+		name, method, path, host, body string
+		hdr                            []string
+		want                           int
+	}{
+		{"rebound page switches the mode", "PUT", "/admin/mode", rebound, "log-only",
+			[]string{"Origin: http://" + rebound, "Sec-Fetch-Site: same-origin"}, 403},
+		{"rebound page reads the configuration", "GET", "/admin/config", rebound, "", nil, 403},
+		{"rebound page reads the dashboard", "GET", "/admin/", rebound, "", nil, 403},
+		{"rebound page explains", "POST", "/admin/explain", rebound, `{"path":"/"}`, nil, 403},
+		{"another site posts to loopback", "POST", "/admin/explain", "127.0.0.1:9090", `{"path":"/"}`,
+			[]string{"Origin: https://attacker.example", "Sec-Fetch-Site: cross-site"}, 403},
+		{"another site's Origin alone", "PUT", "/admin/mode", "127.0.0.1:9090", "log-only",
+			[]string{"Origin: https://attacker.example"}, 403},
+		{"curl by address", "PUT", "/admin/mode", "127.0.0.1:9090", "enforce", nil, 200},
+		{"curl by name", "GET", "/admin/config", "localhost:9090", "", nil, 200},
+		{"IPv6", "GET", "/admin/mode", "[::1]:9090", "", nil, 200},
+		{"the dashboard's own switch", "PUT", "/admin/mode", "127.0.0.1:9090", "enforce",
+			[]string{"Origin: http://127.0.0.1:9090", "Sec-Fetch-Site: same-origin"}, 200},
+	} {
+		if got := send(tc.method, tc.path, tc.host, tc.body, tc.hdr...); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	if srv.LogOnly() {
+		t.Error("a page of another site switched the gateway to log-only")
 	}
 }
 

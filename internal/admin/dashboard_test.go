@@ -88,6 +88,7 @@ func (e *dashEnv) send(t *testing.T, n int, ip, path, ua string) {
 
 func get(h http.Handler, path, auth, remote string) *httptest.ResponseRecorder {
 	r := httptest.NewRequest("GET", path, nil)
+	r.Host = "127.0.0.1:9090" // the default admin listener's address
 	r.RemoteAddr = remote
 	if auth != "" {
 		r.Header.Set("Authorization", auth)
