@@ -241,8 +241,8 @@ tests:
         exp_alerts:
           - exp_labels: {severity: warning, job: fg}
 
-  # 10 answers/s throughout; from 7 h on, instance a also answers 5 429s/s,
-  # where it answered none for the six hours before.
+  # 10 answers/s throughout; from 7 h on, instances a and c also answer 5
+  # 429s/s, where they answered none for the six hours before.
   - interval: 1m
     input_series:
       - series: 'floodgate_requests_total{job="fg",instance="a",route="api",code="200"}'
@@ -253,6 +253,12 @@ tests:
         values: '0+600x500'
       - series: 'floodgate_requests_total{job="fg",instance="b",route="api",code="429"}'
         values: '0+6x500'
+      # Instance c answered no 429 until 7 h (its 429 series starts then,
+      # as floodgate's does at the first 429), then 5 a second.
+      - series: 'floodgate_requests_total{job="fg",instance="c",route="api",code="200"}'
+        values: '0+600x500'
+      - series: 'floodgate_requests_total{job="fg",instance="c",route="api",code="429"}'
+        values: '_x420 300+300x79'
     alert_rule_test:
       - eval_time: 425m
         alertname: FloodgateRateLimitedAnswersRising
@@ -260,12 +266,14 @@ tests:
         alertname: FloodgateRateLimitedAnswersRising
         exp_alerts:
           - exp_labels: {severity: warning, job: fg, instance: a}
+          - exp_labels: {severity: warning, job: fg, instance: c}
       - eval_time: 440m
         alertname: FloodgateRateLimitedAnswersHigh
       - eval_time: 499m
         alertname: FloodgateRateLimitedAnswersHigh
         exp_alerts:
           - exp_labels: {severity: warning, job: fg, instance: a}
+          - exp_labels: {severity: warning, job: fg, instance: c}
 `
 
 var (
