@@ -119,6 +119,8 @@ const (
 	reasonHost        = "host not loopback"   // a loopback peer's request addressed to another name while no token is set (DNS rebinding)
 	reasonCrossOrigin = "cross-origin"        // a browser request from another page (CSRF, Origin)
 	reasonThrottled   = "throttled"           // a sign-in after too many wrong tokens
+	reasonNoEndpoint  = "no such endpoint"    // a path under /admin/ that the API does not have
+	reasonMethod      = "method not allowed"  // an endpoint asked with a method it does not answer
 )
 
 // noteRefusal says why the request w answers is refused, where its status

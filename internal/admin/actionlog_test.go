@@ -171,3 +171,42 @@ func TestAdminActionsLogged(t *testing.T) {
 		t.Errorf("the log holds the Host a client sent:\n%s", all)
 	}
 }
+
+// TestUnknownAdminRequestsLogged: a request under /admin/ that no
+// endpoint takes — another method, a path the API does not have — is
+// logged as a refusal, like a wrong token, and answered with no-store.
+func TestUnknownAdminRequestsLogged(t *testing.T) {
+	buf := new(testnet.Buffer)
+	h, _ := newAdminWith(t, withToken, func(o *admin.Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(buf, nil))
+	})
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{"POST", "/admin/mode", 405},
+		{"DELETE", "/admin/config", 405},
+		{"GET", "/admin/reload", 404},
+		{"GET", "/admin//mode", 307}, // to the cleaned path: no refusal
+	} {
+		w := do(h, tc.method, tc.path, "Bearer "+token, "", "192.0.2.10:5000")
+		if w.Code != tc.status {
+			t.Errorf("%s %s = %d, want %d", tc.method, tc.path, w.Code, tc.status)
+		}
+		if tc.status != 307 && w.Header().Get("Cache-Control") != "no-store" {
+			t.Errorf("%s %s: Cache-Control %q, want no-store", tc.method, tc.path, w.Header().Get("Cache-Control"))
+		}
+	}
+	seen := 0
+	got, all := actionLines(t, buf, &seen)
+	want := []map[string]any{
+		{"level": "WARN", "msg": "admin request refused", "action": "none", "reason": "method not allowed", "status": float64(405), "peer": "remote", "count": float64(1), "interval": "10s"},
+		{"level": "WARN", "msg": "admin request refused", "action": "none", "reason": "no such endpoint", "status": float64(404), "peer": "remote", "count": float64(1), "interval": "10s"},
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("lines (-got +want):\n%s\nlog:\n%s", diff, all)
+	}
+	if strings.Contains(all, "reload") || strings.Contains(all, token) {
+		t.Errorf("the log holds the path or the token:\n%s", all)
+	}
+}

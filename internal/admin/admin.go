@@ -115,7 +115,36 @@ func Handler(o Options) http.Handler {
 	mux.HandleFunc("POST /admin/signin", al.wrap("sign in", a.signInHandler)) // signin.go
 	mux.HandleFunc("POST /admin/signout", al.wrap("sign out", a.signOut))
 	mux.Handle("GET /admin", http.RedirectHandler("/admin/", http.StatusMovedPermanently))
-	return mux
+	return unmatched(mux, al)
+}
+
+// unmatched serves mux, and logs as refusals the requests under /admin/
+// that no endpoint takes (a method it does not answer: 405; a path it
+// does not have: 404), with Cache-Control no-store as on every admin
+// answer: a probe of the admin API is on the record like a wrong token.
+func unmatched(mux *http.ServeMux, al *actionLog) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/admin/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		aw := &actionWriter{ResponseWriter: w}
+		mux.ServeHTTP(aw, r)
+		switch aw.status {
+		case http.StatusNotFound:
+			aw.reason = reasonNoEndpoint
+		case http.StatusMethodNotAllowed:
+			aw.reason = reasonMethod
+		default: // a redirect to the cleaned path
+			return
+		}
+		al.record(r, "none", aw)
+	})
 }
 
 type api struct {
