@@ -101,7 +101,10 @@ func ResolveTokenURL(base, tokenURL string) (string, error) {
 func (v *validator) internal() {
 	l := v.c.Internal.Listen
 	if !v.c.InternalEnabled() {
-		if v.c.Internal.EvaluateRules {
+		// A listener switched off (listen: off, typically from the
+		// environment) keeps its evaluate_rules for when it is on;
+		// evaluate_rules without any listen written is a mistake.
+		if v.c.Internal.EvaluateRules && !v.f.Has("internal.listen") {
 			v.add("internal.evaluate_rules", "has no meaning without internal.listen")
 		}
 		return

@@ -393,6 +393,41 @@ func TestValidateSessionsOff(t *testing.T) {
 	}
 }
 
+// TestValidateInternalEvaluateRules: evaluate_rules without an internal
+// listener written is a problem; with the listener switched off (from the
+// environment: FLOODGATE_INTERNAL_LISTEN=off) it waits for the listener.
+func TestValidateInternalEvaluateRules(t *testing.T) {
+	tests := []struct {
+		doc  string
+		want string // "" for no problem
+	}{
+		{doc: "internal: {evaluate_rules: true}",
+			want: "t.yaml:1: internal.evaluate_rules: has no meaning without internal.listen"},
+		{doc: "internal: {listen: '${UNSET:-}', evaluate_rules: true}",
+			want: "t.yaml:1: internal.evaluate_rules: has no meaning without internal.listen"},
+		{doc: "internal: {listen: 'off', evaluate_rules: true}"},
+		{doc: "internal: {listen: '${LISTEN}', evaluate_rules: true}"},
+		{doc: "internal: {listen: '127.0.0.1:8082', evaluate_rules: true}"},
+	}
+	env := func(k string) (string, bool) {
+		if k == "LISTEN" {
+			return "off", true
+		}
+		return "", false
+	}
+	for _, tt := range tests {
+		doc := tt.doc + "\nupstreams: {api: {url: 'http://127.0.0.1:8081'}}"
+		f, err := Parse("t.yaml", []byte(doc), "", env)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.doc, err)
+			continue
+		}
+		if got := f.Validate().Error(); got != tt.want {
+			t.Errorf("Validate(%q) =\n%s\nwant\n%s", tt.doc, got, tt.want)
+		}
+	}
+}
+
 // TestValidateUpstreamsWithoutRoutes: only a lone upstream gets a default
 // route, so two or more without routes would answer every request 404.
 func TestValidateUpstreamsWithoutRoutes(t *testing.T) {

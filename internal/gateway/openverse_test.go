@@ -918,3 +918,51 @@ rules:
 		t.Errorf("after lab's next request: %s, want %s", got, want)
 	}
 }
+
+// TestOpenverseInternalCallsCountTowardsThePlan: server-side rendering's
+// calls on the internal listener carry the frontend's credentials, so the
+// API's own limit for the frontend counts them; the frontend's plan at the
+// gateway (api-client-plan, floodgate_plan_usage_ratio) counts them too,
+// or its alert would come after the API's limit. The visitor's counters
+// (per visitor cookie, per IP) never count them: their page load was
+// counted.
+func TestOpenverseInternalCallsCountTowardsThePlan(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	h.setMode("enforce")
+	search := "/api/search/image/?q=cat"
+	real := h.pageLoad("203.0.113.70")
+	for i := range 100 {
+		if resp, body := h.get(h.internal.URL, search, "203.0.113.70", "Cookie", real); resp.StatusCode != http.StatusOK {
+			t.Fatalf("internal call %d: %d %s", i+1, resp.StatusCode, body)
+		}
+	}
+	// listener="gateway" counts the public and internal listeners; no
+	// public API call has been made yet.
+	plan := `floodgate_rule_decisions_total{decision="allowed",listener="gateway",rule="api-client-plan.frontend"}`
+	if v := h.metric(plan); v != 100 {
+		t.Errorf("%s = %v, want 100: the frontend's plan does not see the calls made with its credentials", plan, v)
+	}
+	if v := h.metric(`floodgate_plan_usage_ratio{client="openverse.org",plan="frontend"}`); v < 100.0/3000 {
+		t.Errorf("frontend plan usage = %v after 100 internal calls, want at least %v", v, 100.0/3000)
+	}
+	// The visitor's own limits are untouched: the visitor still has its
+	// 60 searches a minute, the address its 20 without a cookie.
+	n := 0
+	for range 61 {
+		if resp, _ := h.get(h.public.URL, search, "203.0.113.70", "Cookie", real); resp.StatusCode == http.StatusOK {
+			n++
+		}
+	}
+	if n != 60 {
+		t.Errorf("after 100 internal calls, the visitor was admitted %d of 61 searches, want 60", n)
+	}
+	n = 0
+	for range 21 {
+		if resp, _ := h.get(h.public.URL, search, "203.0.113.70"); resp.StatusCode == http.StatusOK {
+			n++
+		}
+	}
+	if n != 20 {
+		t.Errorf("after 100 internal calls, the address was admitted %d of 21 searches without a cookie, want 20", n)
+	}
+}
