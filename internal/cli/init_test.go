@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -419,5 +420,23 @@ func TestInitServeEnforce(t *testing.T) {
 	}
 	if n := forwarded.Load(); n != 8 {
 		t.Errorf("the API received %d requests, want still 8: the 429 was forwarded", n)
+	}
+}
+
+// TestInitFrontendCountsEveryPageRequest: the frontend preset counts a
+// page request of any method toward the per-address ceiling, as it counts
+// a GET: a frontend renders a HEAD or a POST as well, so leaving them out
+// would leave a way around every limit.
+func TestInitFrontendCountsEveryPageRequest(t *testing.T) {
+	file := initFile(t, "--preset", "frontend")
+	ceiling := regexp.MustCompile(`per-ip-ceiling\s+block\s+allowed`)
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "DELETE"} {
+		code, stdout, stderr := run(t, initVars, "explain", "--config", file, m, "/search?q=cat")
+		if code != 0 {
+			t.Fatalf("explain %s: exit code %d; stderr:\n%s", m, code, stderr)
+		}
+		if !ceiling.MatchString(stdout) {
+			t.Errorf("explain %s /search: the per-IP ceiling does not count it:\n%s", m, stdout)
+		}
 	}
 }

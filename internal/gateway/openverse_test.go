@@ -13,6 +13,7 @@ import (
 	"net/textproto"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -964,5 +965,59 @@ func TestOpenverseInternalCallsCountTowardsThePlan(t *testing.T) {
 	}
 	if n != 20 {
 		t.Errorf("after 100 internal calls, the address was admitted %d of 21 searches without a cookie, want 20", n)
+	}
+}
+
+// TestOpenverseEveryPageRequestCounts: the frontend renders a page for a
+// HEAD or a POST as for a GET, with the same server-side calls to the API,
+// so those are counted like page loads: a client whose visitor counter is
+// spent gets 429 for them too, and one without a cookie counts toward its
+// address's ceiling. Only a GET is given a new cookie.
+func TestOpenverseEveryPageRequestCounts(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	h.setMode("enforce")
+	send := func(method, path, ip string, hdr ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, h.public.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Forwarded-For", ip)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Add(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	ceiling := decisions("per-ip-ceiling", "allowed")
+	before := h.metric(ceiling)
+	for _, m := range []string{"HEAD", "POST", "PUT", "DELETE", "OPTIONS"} {
+		resp := send(m, "/search?q=cat", "203.0.113.80")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s /search without a cookie: %d", m, resp.StatusCode)
+		}
+		if c := resp.Header.Values("Set-Cookie"); slices.ContainsFunc(c, func(s string) bool { return strings.HasPrefix(s, "ovSession=") }) {
+			t.Errorf("%s /search was given a new cookie: %q", m, c)
+		}
+	}
+	if got := h.metric(ceiling) - before; got != 5 {
+		t.Errorf("5 page requests other than GET moved the per-IP ceiling by %v, want 5", got)
+	}
+
+	cookie := h.pageLoad("203.0.113.81")
+	for i := range 60 {
+		if resp := send("GET", "/api/search/image/?q=cat", "203.0.113.81", "Cookie", cookie); resp.StatusCode != http.StatusOK {
+			t.Fatalf("search %d: %d", i+1, resp.StatusCode)
+		}
+	}
+	for _, m := range []string{"GET", "HEAD", "POST"} {
+		if resp := send(m, "/search?q=cat", "203.0.113.81", "Cookie", cookie); resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("%s /search with a spent visitor counter: %d, want 429", m, resp.StatusCode)
+		}
 	}
 }
