@@ -1021,3 +1021,36 @@ func TestOpenverseEveryPageRequestCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenverseFrontendPlanMessage: once the frontend's plan is spent,
+// every visitor's API call is refused, however few it made: the answer
+// says the site's share of the API is spent, not that the visitor sent
+// too many requests, in English and in Spanish.
+func TestOpenverseFrontendPlanMessage(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	h.setMode("enforce")
+	search := "/api/search/image/?q=cat"
+	// Server-side rendering spends the plan (3000/1m) on the internal
+	// listener, where no visitor rule counts.
+	for i := range 3000 {
+		if resp, body := h.get(h.internal.URL, search, "127.0.0.1"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("internal call %d: %d %s", i+1, resp.StatusCode, body)
+		}
+	}
+	cookie := h.pageLoad("203.0.113.90")
+	for _, lang := range []struct{ accept, want string }{
+		{"en", "share of the API"},
+		{"es", "parte de la API"},
+	} {
+		resp, body := h.get(h.public.URL, search, "203.0.113.90", "Cookie", cookie, "Accept-Language", lang.accept)
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("a visitor's first search with the plan spent: %d, want 429", resp.StatusCode)
+		}
+		if !strings.Contains(body, `"rule":"api-client-plan`) {
+			t.Fatalf("refused by another rule than the plan's: %s", body)
+		}
+		if strings.Contains(body, "You have sent") || strings.Contains(body, "Ha enviado") || !strings.Contains(body, lang.want) {
+			t.Errorf("Accept-Language %s: the answer blames the visitor or lacks %q: %s", lang.accept, lang.want, body)
+		}
+	}
+}
