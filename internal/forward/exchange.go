@@ -204,11 +204,9 @@ func (x *exchange) writeHead(n int64) error {
 	}
 	bw.WriteString("X-Forwarded-Host: ")
 	bw.WriteString(r.Host)
-	if r.TLS == nil {
-		bw.WriteString("\r\nX-Forwarded-Proto: http\r\n")
-	} else {
-		bw.WriteString("\r\nX-Forwarded-Proto: https\r\n")
-	}
+	bw.WriteString("\r\nX-Forwarded-Proto: ")
+	bw.WriteString(forwardedProto(r))
+	bw.WriteString("\r\n")
 	switch {
 	case n > 0:
 		bw.WriteString("Content-Length: ")

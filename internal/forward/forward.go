@@ -133,12 +133,13 @@ const (
 // Proxy-Connection, Proxy-Authenticate, Proxy-Authorization, TE, Trailer,
 // Transfer-Encoding, Upgrade, and those listed in Connection) are removed
 // in both directions; "TE: trailers" is passed on when the client sent it.
-// Forwarded and the client's X-Forwarded-Host and X-Forwarded-Proto are
-// dropped; X-Forwarded-For is the inbound one (which the caller has
-// reduced to what trusted proxies added) with the peer's address appended,
-// X-Forwarded-Host is r.Host and X-Forwarded-Proto is http or https, as
-// httputil.ProxyRequest.SetXForwarded sets them. The Host header is the
-// target's.
+// Forwarded and the client's X-Forwarded-Host are dropped; X-Forwarded-For
+// is the inbound one (which the caller has reduced to what trusted proxies
+// added) with the peer's address appended, X-Forwarded-Host is r.Host, as
+// httputil.ProxyRequest.SetXForwarded sets them, and X-Forwarded-Proto
+// is the inbound one when it is one "http" or "https" (a TLS-terminating
+// proxy's: the caller removes a client's own), else http or https as the
+// connection to floodgate was. The Host header is the target's.
 //
 // Once the response header has been written to the client, a failure
 // (the upstream closing mid-body, the client going away) can only abort
@@ -255,7 +256,28 @@ func Rewrite(u *url.URL) func(*httputil.ProxyRequest) {
 		pr.Out.Host = ""
 		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
 		pr.SetXForwarded()
+		pr.Out.Header["X-Forwarded-Proto"] = []string{forwardedProto(pr.In)}
 	}
+}
+
+// forwardedProto is the X-Forwarded-Proto a forwarded request carries:
+// the inbound one when r has exactly one, http or https (in any case),
+// which the caller leaves only when a trusted proxy sent it (one that
+// terminates TLS in front of floodgate says https); else the scheme of the
+// connection to floodgate.
+func forwardedProto(r *http.Request) string {
+	if v := r.Header["X-Forwarded-Proto"]; len(v) == 1 {
+		switch {
+		case strings.EqualFold(v[0], "https"):
+			return "https"
+		case strings.EqualFold(v[0], "http"):
+			return "http"
+		}
+	}
+	if r.TLS != nil {
+		return "https"
+	}
+	return "http"
 }
 
 // CloseIdle closes the idle keep-alive connections. Connections in use

@@ -99,8 +99,23 @@ func TestRequestLikeReverseProxy(t *testing.T) {
 			wantURI: "/f",
 			wantHeader: map[string]string{
 				"X-Forwarded-For":  "203.0.113.9, 198.51.100.1, 10.0.0.1, 127.0.0.1",
-				"X-Forwarded-Host": "example.com:8080", "X-Forwarded-Proto": "http", "Forwarded": "",
+				"X-Forwarded-Host": "example.com:8080", "X-Forwarded-Proto": "https", "Forwarded": "",
 			},
+		},
+		{
+			// The inbound X-Forwarded-Proto only when it is one http or
+			// https: the caller removes a client's own.
+			name:    "forwarding proto not one scheme",
+			req:     "GET /f HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: https\r\nX-Forwarded-Proto: http\r\n\r\n",
+			wantURI: "/f", wantHeader: map[string]string{"X-Forwarded-Proto": "http"},
+		},
+		{
+			name: "forwarding proto another scheme", req: "GET /f HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: wss\r\n\r\n",
+			wantURI: "/f", wantHeader: map[string]string{"X-Forwarded-Proto": "http"},
+		},
+		{
+			name: "forwarding proto in capitals", req: "GET /f HTTP/1.1\r\nHost: x\r\nX-Forwarded-Proto: HTTPS\r\n\r\n",
+			wantURI: "/f", wantHeader: map[string]string{"X-Forwarded-Proto": "https"},
 		},
 		{name: "escaped path", req: "GET /a%2Fb/c%20d HTTP/1.1\r\nHost: x\r\n\r\n", wantURI: "/a%2Fb/c%20d"},
 		{name: "unparsable query", req: "GET /q?a=1;b=2&c=%zz&d=4 HTTP/1.1\r\nHost: x\r\n\r\n", wantURI: "/q?d=4"},

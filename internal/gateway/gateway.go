@@ -536,6 +536,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	if !g.resolver.Trusts(peer) {
 		delete(r.Header, "X-Forwarded-For")
 		delete(r.Header, "Forwarded")
+		delete(r.Header, "X-Forwarded-Proto")
 	}
 	if len(route.Rewrite.Parts) > 0 {
 		r.URL.Path, r.URL.RawPath = route.Expand(&st.params), ""

@@ -39,6 +39,8 @@ type upstream struct {
 	byXFF   map[string]int // requests by the X-Forwarded-For it received
 	byPath  map[string]int
 	lastXFF string
+	// lastProto is the X-Forwarded-Proto of the last request.
+	lastProto string
 	// floodgateFields counts requests that reached it with a field named
 	// X-Floodgate-…: floodgate's answers to a proxy must stay there.
 	floodgateFields int
@@ -52,6 +54,7 @@ func newUpstream(t *testing.T) *upstream {
 		u.byXFF[xff]++
 		u.byPath[r.URL.Path]++
 		u.lastXFF = xff
+		u.lastProto = r.Header.Get("X-Forwarded-Proto")
 		for k := range r.Header {
 			if strings.HasPrefix(k, "X-Floodgate-") {
 				u.floodgateFields++
@@ -404,6 +407,36 @@ func TestSpoofedForwardedForFromUntrustedPeer(t *testing.T) {
 	defer h.up.mu.Unlock()
 	if h.up.lastXFF != "127.0.0.1" {
 		t.Errorf("upstream got X-Forwarded-For %q, want only the peer 127.0.0.1 (client-written entries dropped)", h.up.lastXFF)
+	}
+}
+
+// TestForwardedProto: behind a trusted proxy that terminates TLS, the
+// upstream is told https, as the proxy said; a client's own
+// X-Forwarded-Proto is not passed on.
+func TestForwardedProto(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		sent string
+		want string
+	}{
+		{"trusted proxy, https", behindLB, "https", "https"},
+		{"trusted proxy, none", behindLB, "", "http"},
+		{"untrusted peer", nil, "https", "http"},
+	} {
+		h := newHarness(t, mavedb, tc.env, nil)
+		var hdr []string
+		if tc.sent != "" {
+			hdr = []string{"X-Forwarded-Proto", tc.sent}
+		}
+		if resp, _ := h.do("GET", listPath, "192.0.2.1", hdr...); resp.StatusCode != 200 {
+			t.Fatalf("%s: status %d", tc.name, resp.StatusCode)
+		}
+		h.up.mu.Lock()
+		if h.up.lastProto != tc.want {
+			t.Errorf("%s: upstream got X-Forwarded-Proto %q, want %q", tc.name, h.up.lastProto, tc.want)
+		}
+		h.up.mu.Unlock()
 	}
 }
 
