@@ -223,8 +223,16 @@ func checkStrictPrefix(s string) (string, error) {
 }
 
 // yamlString quotes s as a YAML double-quoted scalar: a JSON string is
-// one, with every special character escaped.
+// one, with every special character escaped. &, < and > are written as
+// they are, not as json.Marshal's \u0026, \u003c and \u003e: the file is
+// for people to read and edit, and a condition's && must look like the
+// ones in docs/rules.md.
 func yamlString(s string) (string, error) {
-	b, err := json.Marshal(s)
-	return string(b), err
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return "", err
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }

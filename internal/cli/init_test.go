@@ -109,6 +109,27 @@ func TestInitAPIValidatesInAnEmptyEnvironment(t *testing.T) {
 	}
 }
 
+// TestInitWritesConditionsReadably: the conditions init writes read as
+// docs/rules.md writes them, && and all, not as JSON's \u0026 escapes
+// that a person editing the file would copy.
+func TestInitWritesConditionsReadably(t *testing.T) {
+	for _, preset := range []string{"api", "frontend"} {
+		code, stdout, stderr := run(t, nil, "init", "--preset", preset)
+		if code != 0 {
+			t.Fatalf("init --preset %s: exit code %d, stderr %q", preset, code, stderr)
+		}
+		if i := strings.Index(stdout, `\u00`); i >= 0 {
+			line := stdout[strings.LastIndexByte(stdout[:i], '\n')+1:]
+			line, _, _ = strings.Cut(line, "\n")
+			t.Errorf("init --preset %s writes a JSON escape: %s", preset, line)
+		}
+	}
+	code, stdout, _ := run(t, nil, "init", "--strict-prefix", "/reports/")
+	if want := `when: "request.method != 'OPTIONS' && (request.path == '/reports' || request.path.startsWith('/reports/'))"`; code != 0 || !strings.Contains(stdout, want) {
+		t.Errorf("init --strict-prefix /reports/ lacks the line\n%s\nin:\n%s", want, stdout)
+	}
+}
+
 // TestInitStdout: without --output the configuration goes to stdout,
 // the same bytes as with it.
 func TestInitStdout(t *testing.T) {
