@@ -63,6 +63,12 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 				msg := fmt.Sprintf("unknown key %q", k.Value)
 				if s := suggest(k.Value, allowed); s != "" {
 					msg += fmt.Sprintf(", did you mean %q?", s)
+					if !mappingHas(n, s) {
+						// The field this key was meant to be is missing
+						// because of the misspelling: that it is
+						// required is not a second problem.
+						l.f.bad[joinKey(path, s)] = true
+					}
 				}
 				l.report(k, kp, msg, allowed...)
 				continue
@@ -430,10 +436,15 @@ func suggest(s string, names []string) string {
 	return best
 }
 
+// editDistance is the number of one-letter insertions, deletions,
+// substitutions and swaps of two neighbouring letters that turn a into b
+// (the optimal string alignment distance): a swap is the commonest typo
+// ("ulr" for "url") and counts as one.
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 64
 	}
+	prev2 := make([]int, len(b)+1)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {
@@ -447,8 +458,21 @@ func editDistance(a, b string) int {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
+		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// mappingHas reports whether mapping n has the scalar key k.
+func mappingHas(n *yaml.Node, k string) bool {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Kind == yaml.ScalarNode && n.Content[i].Value == k {
+			return true
+		}
+	}
+	return false
 }
