@@ -400,6 +400,9 @@ func checkExpr(env *cel.Env, src string, want *cel.Type) (*cel.Ast, cel.Program,
 	if iss != nil && iss.Err() != nil {
 		return nil, nil, fmt.Errorf("CEL: %s", oneLine(iss.Err().Error()))
 	}
+	if err := checkHeaderNames(ast); err != nil {
+		return nil, nil, err
+	}
 	out := ast.OutputType()
 	if want != nil {
 		if !out.IsExactType(want) {
