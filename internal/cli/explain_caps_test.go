@@ -20,19 +20,19 @@ func TestExplainShowsCaps(t *testing.T) {
 			name: "a cap only",
 			rule: "{name: r, key: [], max_inflight: 4}",
 			text: "key global (H), in flight at most 4",
-			json: map[string]any{"key_type": "global", "max_inflight": 4.0},
+			json: map[string]any{"key_type": "global", "max_inflight": 4.0, "in_flight": 0.0},
 		},
 		{
 			name: "a cap per key only",
 			rule: "{name: r, max_inflight_per_key: 2}",
 			text: "key ip (H), in flight at most 2 per key",
-			json: map[string]any{"key_type": "ip", "max_inflight_per_key": 2.0},
+			json: map[string]any{"key_type": "ip", "max_inflight_per_key": 2.0, "in_flight_per_key": 0.0},
 		},
 		{
 			name: "both caps and a limit",
 			rule: "{name: r, limits: [10/1m], max_inflight: 8, max_inflight_per_key: 2}",
 			text: "key ip (H), limit 10/1m, in flight at most 8, in flight at most 2 per key, remaining 10",
-			json: map[string]any{"key_type": "ip", "limits": []any{"10/1m"}, "max_inflight": 8.0, "max_inflight_per_key": 2.0, "remaining": 10.0, "reset_s": 0.0},
+			json: map[string]any{"key_type": "ip", "limits": []any{"10/1m"}, "max_inflight": 8.0, "max_inflight_per_key": 2.0, "in_flight": 0.0, "in_flight_per_key": 0.0, "remaining": 10.0, "reset_s": 0.0},
 		},
 		{
 			name: "a limit only",

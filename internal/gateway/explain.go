@@ -44,6 +44,15 @@ type ExplainedRule struct {
 	// none.
 	MaxInflight       int64 `json:"max_inflight,omitempty"`
 	MaxInflightPerKey int64 `json:"max_inflight_per_key,omitempty"`
+	// InFlight and InFlightPerKey are the requests in flight now under
+	// those caps (this key's, per key), for a matching rule whose limits
+	// admit the request; absent otherwise. One at its cap refuses.
+	InFlight       *int64 `json:"in_flight,omitempty"`
+	InFlightPerKey *int64 `json:"in_flight_per_key,omitempty"`
+	// Banned is true while the key is under the rule's ban: the rule
+	// refuses it until RetryAfter, whatever its counters say, so no
+	// remaining is given.
+	Banned bool `json:"banned,omitempty"`
 	// Remaining is how many more requests the counter admits now; absent
 	// for a rule without limits (a cap only), which has no counter.
 	Remaining *int64 `json:"remaining,omitempty"`
@@ -127,7 +136,8 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 			er.Decision = "no match"
 		default:
 			er.Decision = s.Outcome.String()
-			if s.Key != nil && len(s.Rule.Limits) > 0 {
+			er.Banned = s.Banned
+			if s.Key != nil && len(s.Rule.Limits) > 0 && !s.Banned {
 				rem := s.State.Remaining
 				er.Remaining = &rem
 			}
@@ -137,15 +147,36 @@ func (g *Gateway) Explain(ctx context.Context, r *http.Request) Explanation {
 					er.RetryAfter = &retry
 				}
 				er.Reset = &reset
+			} else if s.CapFull {
+				retry, _ := respond.Timing(s.Rule.RetryAfter, s.State)
+				er.RetryAfter = &retry
+			}
+			if s.Key != nil && (s.Outcome == rules.Allowed || s.CapFull) {
+				if s.Rule.MaxInflight > 0 {
+					n := s.InFlight
+					er.InFlight = &n
+				}
+				if s.Rule.MaxInflightPerKey > 0 {
+					n := s.InFlightPerKey
+					er.InFlightPerKey = &n
+				}
 			}
 			switch s.Outcome {
 			case rules.Blocked:
 				ex.Verdict = "429 by rule " + s.Rule.Name
 			case rules.Denied:
 				ex.Verdict = "403 by rule " + s.Rule.Name
+			case rules.Unavailable:
+				ex.Verdict = "503 by rule " + s.Rule.Name + " (its concurrency cap is full)"
 			}
 		}
 		ex.Rules = append(ex.Rules, er)
+	}
+	// The route's own cap is taken once the rules admit, as in serve.
+	if rs := &g.routeSet[route.Index]; strings.HasPrefix(ex.Verdict, "forward") && rs.maxInflight > 0 {
+		if n := g.gw.engine.Inflight.Count(rs.capKey); n >= rs.maxInflight {
+			ex.Verdict = fmt.Sprintf("503: route %s has %d requests in flight, its max_inflight", route.Name, n)
+		}
 	}
 	return ex
 }
@@ -172,10 +203,13 @@ func (ex Explanation) WriteText(w io.Writer) {
 			extra = append(extra, "limit "+strings.Join(r.Limits, " + "))
 		}
 		if r.MaxInflight > 0 {
-			extra = append(extra, fmt.Sprintf("in flight at most %d", r.MaxInflight))
+			extra = append(extra, fmt.Sprintf("in flight at most %d", r.MaxInflight)+inFlightNow(r.InFlight))
 		}
 		if r.MaxInflightPerKey > 0 {
-			extra = append(extra, fmt.Sprintf("in flight at most %d per key", r.MaxInflightPerKey))
+			extra = append(extra, fmt.Sprintf("in flight at most %d per key", r.MaxInflightPerKey)+inFlightNow(r.InFlightPerKey))
+		}
+		if r.Banned {
+			extra = append(extra, "banned")
 		}
 		if r.Remaining != nil {
 			extra = append(extra, fmt.Sprintf("remaining %d", *r.Remaining))
@@ -193,4 +227,13 @@ func (ex Explanation) WriteText(w io.Writer) {
 		fmt.Fprintln(w, strings.TrimRight(line+" "+strings.Join(extra, ", "), " "))
 	}
 	fmt.Fprintf(w, "\nverdict: %s\n", ex.Verdict)
+}
+
+// inFlightNow says how many requests are in flight under a cap, when any
+// are.
+func inFlightNow(n *int64) string {
+	if n == nil || *n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d now)", *n)
 }

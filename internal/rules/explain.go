@@ -25,6 +25,18 @@ type Step struct {
 	State ratelimit.Decision
 	// Outcome is what the rule would decide for this request.
 	Outcome Outcome
+	// InFlight and InFlightPerKey are the requests in flight now under
+	// the rule's concurrency caps (all keys together, and this key), for
+	// a rule with that cap whose limits admit the request.
+	InFlight, InFlightPerKey int64
+	// CapFull reports that one of those caps is full: the Outcome is then
+	// Unavailable, as Evaluate's 503 (WouldBlock in log-only mode or for
+	// a count rule), and State.RetryAfter that answer's.
+	CapFull bool
+	// Banned reports that the key is under the rule's ban: the rule
+	// refuses it whatever its counters say, and State.RetryAfter is the
+	// rest of the ban.
+	Banned bool
 }
 
 // Explain reports, rule by rule, what Evaluate would do with req, without
@@ -78,6 +90,7 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 			ban, err := e.Store.Take(ctx, banKey(req, key), 0, banLimit(r))
 			if err == nil && ban.Remaining < 1 {
 				st.State = ratelimit.Decision{RetryAfter: ban.ResetAfter}
+				st.Banned = true
 				if r.Action == Count || logOnly {
 					st.Outcome = WouldBlock
 				} else {
@@ -88,6 +101,7 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 		}
 		if len(r.storeLims) == 0 { // a concurrency cap only: nothing to peek at
 			st.Outcome = Allowed
+			stopped = e.explainCaps(st, r, key, logOnly)
 			continue
 		}
 		d, err := e.Store.Take(ctx, unsafe.String(unsafe.SliceData(key), len(key)), 0, r.storeLims...)
@@ -114,6 +128,41 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 			st.Outcome, stopped = Blocked, true
 		}
 		st.State.Allowed = st.Outcome == Allowed
+		if st.Outcome == Allowed {
+			// Caps are taken after the limits admit, as decide takes them.
+			stopped = e.explainCaps(st, r, key, logOnly)
+		}
 	}
 	return steps
+}
+
+// explainCaps looks at rule r's concurrency caps for key without taking
+// a slot: it records the requests in flight now and, when a cap is full,
+// makes the step's outcome what decide's would be. It reports whether
+// evaluation would stop there (an enforced block rule's 503).
+func (e *Engine) explainCaps(st *Step, r *Rule, key []byte, logOnly bool) bool {
+	if e.Inflight == nil || r.MaxInflight <= 0 && r.MaxInflightPerKey <= 0 {
+		return false
+	}
+	full := false
+	if r.MaxInflight > 0 {
+		st.InFlight = e.Inflight.Count(r.capKey)
+		full = st.InFlight >= r.MaxInflight
+	}
+	if r.MaxInflightPerKey > 0 {
+		st.InFlightPerKey = e.Inflight.Count("key\x1f" + string(key))
+		full = full || st.InFlightPerKey >= r.MaxInflightPerKey
+	}
+	if !full {
+		return false
+	}
+	st.CapFull = true
+	st.State.Allowed = false
+	st.State.RetryAfter = r.unavailableRetry()
+	if r.Action == Count || logOnly {
+		st.Outcome = WouldBlock
+		return false
+	}
+	st.Outcome = Unavailable
+	return true
 }
