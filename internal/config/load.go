@@ -208,6 +208,10 @@ func (l *loader) syntax(err error, data []byte) {
 	line = min(line, l.lines) // errors at the end of the stream
 	switch text := lineText(data, line); {
 	case line == 0:
+	case strings.HasPrefix(msg, "did not find expected") && quotedThenMore(text) != "":
+		msg += ": " + quotedThenMore(text)
+	case msg == "mapping values are not allowed in this context":
+		msg += ": " + mappingValueHint(data, line, text)
 	case strings.Contains(msg, "tab character") || msg == "found character that cannot start any token" && strings.Contains(leadingBlanks(text), "\t"):
 		msg += ": indent with spaces, not tabs"
 	case msg == "did not find expected key":
@@ -225,6 +229,75 @@ func (l *loader) syntax(err error, data []byte) {
 	}
 	l.problems = append(l.problems, Problem{File: l.f.Name, Line: line, Msg: "YAML syntax: " + msg})
 	l.f.bad[""] = true
+}
+
+// keyValue matches a line "key: value" (or a list's "- key: value"),
+// capturing the key's indentation with the "- ", the key and the value.
+var keyValue = regexp.MustCompile(`^([ ]*(?:-[ ]+)*)([A-Za-z0-9_.-]+):[ ]+(.*)$`)
+
+// quotedThenMore returns a hint when line is "key: value" whose value
+// starts with a quote and goes on after the closing one, such as a CEL
+// condition written without quotes around it (when: 'x-api-key' in
+// request.headers): YAML takes the quoted part for the whole value and
+// stops at the rest. It returns "" for any other line.
+func quotedThenMore(line string) string {
+	m := keyValue.FindStringSubmatch(line)
+	if m == nil || m[3] == "" || m[3][0] != '\'' && m[3][0] != '"' {
+		return ""
+	}
+	v, q := strings.TrimRight(m[3], " "), m[3][0]
+	end := -1
+	for i := 1; i < len(v); i++ {
+		if q == '"' && v[i] == '\\' {
+			i++ // an escape
+			continue
+		}
+		if v[i] == q {
+			if q == '\'' && i+1 < len(v) && v[i+1] == '\'' {
+				i++ // '' is a quote inside single quotes
+				continue
+			}
+			end = i
+			break
+		}
+	}
+	if end < 0 {
+		return ""
+	}
+	if rest := strings.TrimLeft(v[end+1:], " "); rest == "" || rest[0] == '#' {
+		return ""
+	}
+	fix := "write it as a block: " + m[2] + ": >- and the value on the next line, indented"
+	switch {
+	case q == '\'' && !strings.ContainsAny(v, `"\`):
+		fix = "quote all of it: " + m[2] + `: "` + v + `"`
+	case q == '"' && !strings.Contains(v, "'"):
+		fix = "quote all of it: " + m[2] + ": '" + v + "'"
+	}
+	return "the value of " + m[2] + " starts with a quote, so YAML ends it at the closing quote and cannot read the rest; " + fix
+}
+
+// mappingValueHint says what usually causes yaml.v3's "mapping values
+// are not allowed in this context" at line n, whose text is line: a line
+// indented deeper than the key above it, which YAML reads as more of that
+// key's value, or a value that holds ": ".
+func mappingValueHint(data []byte, n int, line string) string {
+	indent := len(line) - len(strings.TrimLeft(line, " "))
+	for p := n - 1; p >= 1; p-- {
+		prev := lineText(data, p)
+		if t := strings.TrimSpace(prev); t == "" || t[0] == '#' {
+			continue
+		}
+		if m := keyValue.FindStringSubmatch(prev); m != nil && indent > len(m[1]) && m[3] != "" &&
+			m[3][0] != '#' && m[3][0] != '|' && m[3][0] != '>' {
+			return fmt.Sprintf("this line is indented deeper than the key %s on line %d, so YAML reads it as more of that key's value: indent it as that key", m[2], p)
+		}
+		break
+	}
+	if m := keyValue.FindStringSubmatch(line); m != nil && strings.Contains(m[3], ": ") {
+		return "the value of " + m[2] + ` holds ": ": quote the value, as in ` + m[2] + `: "…"`
+	}
+	return `a value holds ": " (quote it), or a line is indented deeper than the key above it`
 }
 
 // firstBrokenLine returns the first line, from line from on, with which
