@@ -233,7 +233,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, r
 	if w := strings.TrimSpace(rc.When); w != "" && w != "true" {
 		c, err := newCondition(env, w, ms)
 		if err != nil {
-			problems = append(problems, f.Problem(path+".when", err.Error()))
+			problems = append(problems, f.Problem(path+".when", withResponseHint(err)))
 		}
 		r.when, r.whenSrc = c, w
 	}
@@ -301,7 +301,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, r
 			if kp.Kind == config.KeyExpr {
 				part.prg, err = compileExpr(env, kp.Arg, nil)
 				if err != nil {
-					problems = append(problems, f.Problem(path+".key["+strconv.Itoa(j)+"]", err.Error()))
+					problems = append(problems, f.Problem(path+".key["+strconv.Itoa(j)+"]", withResponseHint(err)))
 					continue
 				}
 			}
@@ -385,6 +385,17 @@ func keyType(parts []keyPart, spec []string) string {
 		}
 	}
 	return strings.Join(names, "+")
+}
+
+// withResponseHint returns err's text, adding where the response can be
+// read when err is about an expression that reads it before there is one
+// (when: "response.status == 401" for failed logins).
+func withResponseHint(err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "undeclared reference to 'response") {
+		msg += "; a request's conditions and keys are decided before it is forwarded: count on the response with count_when, such as count_when: \"response.status == 401\""
+	}
+	return msg
 }
 
 // compileExpr parses and type-checks src; want nil accepts string, int,

@@ -334,6 +334,8 @@ rules:
   - {name: b, when: "request.nope == 1"}
   - {name: c, key: ["expr:request.headers"], limits: [1/1m]}
   - {name: d, when: "request.path.startsWith("}
+  - {name: e, when: "request.path == '/login' && response.status == 401", limits: [5/10m]}
+  - {name: f, key: ["expr:response.headers"], limits: [1/1m]}
 `), "", func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -346,6 +348,9 @@ rules:
 		"t.yaml:5: rules[1].when: CEL: at 1:8: undeclared reference",
 		"t.yaml:6: rules[2].key[0]: CEL: key expression has type map(string, string)",
 		"t.yaml:7: rules[3].when: CEL: at 1:",
+		"t.yaml:8: rules[4].when: CEL: at 1:29: undeclared reference to 'response';" +
+			" a request's conditions and keys are decided before it is forwarded: count on the response with count_when, such as count_when: \"response.status == 401\"",
+		"t.yaml:9: rules[5].key[0]: CEL: at 1:9: undeclared reference to 'response.headers' (did you mean 'request.headers'?); a request's conditions",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems lack %q:\n%s", want, got)
