@@ -182,6 +182,48 @@ rules:
 	}
 }
 
+// TestValidateWarnsSharedHeaderKey: a rule keyed by a header (or a query
+// parameter) alone puts every request without it in one counter, so all
+// the clients that send no API key share one limit; validate warns, at
+// the key's line, with the condition that counts only requests that send
+// it, and stays quiet when the condition names it or the key also tells
+// clients apart.
+func TestValidateWarnsSharedHeaderKey(t *testing.T) {
+	const warning = `f.yaml:4: warning: rules[0].key[0]: every request without the header X-Api-Key shares one counter of rule per-key, ` +
+		`so the clients that send none are limited together; to count only requests that send it, add when: "'x-api-key' in request.headers"`
+	for _, tt := range []struct {
+		name, rule string
+		want       string // a warning's text, "" for none
+	}{
+		{"header alone", `key: ["header:X-Api-Key"]`, warning},
+		{"header and method", `key: ["header:X-Api-Key", method]`, "warning: rules[0].key[0]"},
+		{"query alone", `key: ["query:token"]`, `add when: "'token' in request.query"`},
+		{"count rule", "action: count\n    key: [\"header:X-Api-Key\"]", "every request without the header X-Api-Key"},
+		{"condition tests the header", "when: \"'x-api-key' in request.headers\"\n    key: [\"header:X-Api-Key\"]", ""},
+		{"condition reads the header", "when: \"request.headers[?'x-api-key'].orValue('') != ''\"\n    key: [\"header:X-Api-Key\"]", ""},
+		{"header and address", `key: ["header:X-Api-Key", ip]`, ""},
+		{"address only", `key: [ip]`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			conf := filepath.Join(t.TempDir(), "f.yaml")
+			yaml := "upstreams: {api: {url: \"http://127.0.0.1:8081\"}}\nrules:\n  - name: per-key\n    " + tt.rule + "\n    limits: [300/1m]\n"
+			if err := os.WriteFile(conf, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run(t, nil, "validate", "--config", conf)
+			if code != 0 {
+				t.Fatalf("exit code = %d; stderr:\n%s", code, stderr)
+			}
+			switch {
+			case tt.want == "" && stderr != "":
+				t.Errorf("stderr = %q, want no warning", stderr)
+			case tt.want != "" && !strings.Contains(stderr, tt.want):
+				t.Errorf("stderr = %q, want a warning with %q", stderr, tt.want)
+			}
+		})
+	}
+}
+
 // TestValidateHidesCredentials: validate's summary goes to CI logs and,
 // through the systemd unit's ExecStartPre, the journal: the store URL's
 // password is masked, as in serve's logs. (An upstream's

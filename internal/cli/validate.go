@@ -75,7 +75,64 @@ func load(env environ, file, envName string) (*config.File, *gateway.Gateway, er
 		// rightmost entry is the client's choice.
 		fmt.Fprintf(env.stderr, "%s: warning: client_ip: header Forwarded on the decision listener: the proxies docs/decide.md shows set X-Forwarded-For and pass on a client's Forwarded as it came, so unless the proxy (or a trusted proxy in front of it) writes Forwarded itself, a client chooses its own address by sending one\n", file)
 	}
+	for _, w := range sharedKeyWarnings(f) {
+		fmt.Fprintf(env.stderr, "%s:%d: warning: %s: %s\n", file, f.Line(w.Field), w.Field, w.Msg)
+	}
 	return f, g, nil
+}
+
+// sharedKeyWarnings warns about counting rules keyed by a header or query
+// parameter whose condition does not name it: every request without it
+// shares one counter (docs/rules.md), so in a per-API-key rule all the
+// clients that send no key exhaust one limit together. A condition that
+// names the header or parameter (in a test such as 'x-api-key' in
+// request.headers) is taken to limit the rule to requests that have it,
+// and a key that also tells clients apart another way (by address, by
+// visitor cookie, by API client, by an expression) keeps them apart
+// without it.
+func sharedKeyWarnings(f *config.File) []config.Problem {
+	var out []config.Problem
+	for i, r := range f.Config.Rules {
+		if r.Action != config.ActionBlock && r.Action != config.ActionCount || r.LimitsFrom != "" ||
+			slices.ContainsFunc(r.Key, tellsClientsApart) {
+			continue
+		}
+		for j, k := range r.Key {
+			kp, err := config.ParseKey(k)
+			if err != nil || kp.Kind != config.KeyHeader && kp.Kind != config.KeyQuery {
+				continue
+			}
+			name, where, what := strings.ToLower(kp.Arg), "request.headers", "header"
+			if kp.Kind == config.KeyQuery {
+				name, where, what = kp.Arg, "request.query", "query parameter"
+			}
+			if strings.Contains(r.When, "'"+name+"'") || strings.Contains(r.When, `"`+name+`"`) {
+				continue
+			}
+			out = append(out, config.Problem{
+				Field: fmt.Sprintf("rules[%d].key[%d]", i, j),
+				Msg: fmt.Sprintf("every request without the %s %s shares one counter of rule %s, so the clients that send none are limited together; to count only requests that send it, add when: \"'%s' in %s\"",
+					what, kp.Arg, r.Name, name, where),
+			})
+		}
+	}
+	return out
+}
+
+// tellsClientsApart reports whether key characteristic k gives clients
+// counters of their own whether or not they send a header: anything but
+// the request's header, query, path, route, method and host, which many
+// clients share.
+func tellsClientsApart(k string) bool {
+	kp, err := config.ParseKey(k)
+	if err != nil {
+		return false
+	}
+	switch kp.Kind {
+	case config.KeyHeader, config.KeyQuery, config.KeyPath, config.KeyRoute, config.KeyMethod, config.KeyHost:
+		return false
+	}
+	return true
 }
 
 // compileCheck compiles f, defaults applied, as serve would but against a
