@@ -151,6 +151,14 @@ func ParseLimit(s string) (Limit, error) { return ParseLimitAs(s, SlidingWindow)
 func ParseLimitAs(s string, a Algorithm) (Limit, error) {
 	count, window, ok := strings.Cut(strings.TrimSpace(s), "/")
 	if !ok {
+		// "100 per 5m", "100 per minute": the fix is plain.
+		if c, w, per := strings.Cut(strings.TrimSpace(s), " per "); per {
+			if n, err := strconv.ParseInt(strings.TrimSpace(c), 10, 64); err == nil && n > 0 {
+				if fix := limitFix(n, w, a); fix != "" {
+					return Limit{}, fmt.Errorf("limit %q is not N/WINDOW: write %s", s, fix)
+				}
+			}
+		}
 		return Limit{}, fmt.Errorf("limit %q is not N/WINDOW (for example 100/5m)", s)
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
@@ -159,6 +167,9 @@ func ParseLimitAs(s string, a Algorithm) (Limit, error) {
 	}
 	w, err := ParseWindow(window)
 	if err != nil {
+		if fix := limitFix(n, window, a); fix != "" {
+			return Limit{}, fmt.Errorf("limit %q: %w: write %s", s, err, fix)
+		}
 		return Limit{}, fmt.Errorf("limit %q: %w", s, err)
 	}
 	l := Limit{Count: n, Window: w, Algorithm: a}
@@ -188,6 +199,49 @@ func ParseWindow(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("window %q is not a positive duration (such as 1s, 5m, 1h, 1d)", s)
 	}
 	return d, nil
+}
+
+// windowUnits are the words for a unit of time that a window written in
+// English uses, and the unit ParseWindow reads.
+var windowUnits = map[string]string{
+	"ms": "ms", "millisecond": "ms", "milliseconds": "ms",
+	"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s",
+	"m": "m", "min": "m", "mins": "m", "minute": "m", "minutes": "m",
+	"h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h",
+	"d": "d", "day": "d", "days": "d",
+}
+
+// limitFix returns the limit of n per window w, w written in words
+// ("minute", "5 minutes", "1 hour"), as ParseLimit reads it ("100/5m"),
+// or "" when w is no such thing or the limit would not be valid either.
+func limitFix(n int64, w string, a Algorithm) string {
+	fix := windowFix(w)
+	if fix == "" {
+		return ""
+	}
+	d, err := ParseWindow(fix)
+	if err != nil || (Limit{Count: n, Window: d, Algorithm: a}).Validate() != nil {
+		return ""
+	}
+	return strconv.FormatInt(n, 10) + "/" + fix
+}
+
+// windowFix returns the window that s, written in words, means, as
+// ParseWindow reads it, or "" when s is no such thing.
+func windowFix(s string) string {
+	s = strings.TrimSpace(s)
+	i := 0
+	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
+		i++
+	}
+	num, unit := s[:i], windowUnits[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if unit == "" || len(num) > 9 {
+		return ""
+	}
+	if num == "" {
+		num = "1"
+	}
+	return num + unit
 }
 
 // FormatWindow formats d in one unit, the largest that divides it, as
