@@ -16,6 +16,7 @@ package rules
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -281,7 +282,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, r
 	if w := strings.TrimSpace(rc.CountWhen); w != "" {
 		prg, err := compileExpr(respEnv, w, cel.BoolType)
 		if err != nil {
-			problems = append(problems, f.Problem(path+".count_when", err.Error()))
+			problems = append(problems, f.Problem(path+".count_when", celHint(err.Error())))
 		}
 		r.countWhen = prg
 	}
@@ -389,11 +390,36 @@ func keyType(parts []keyPart, spec []string) string {
 
 // withResponseHint returns err's text, adding where the response can be
 // read when err is about an expression that reads it before there is one
-// (when: "response.status == 401" for failed logins).
+// (when: "response.status == 401" for failed logins), or else celHint's.
 func withResponseHint(err error) string {
 	msg := err.Error()
 	if strings.Contains(msg, "undeclared reference to 'response") {
-		msg += "; a request's conditions and keys are decided before it is forwarded: count on the response with count_when, such as count_when: \"response.status == 401\""
+		return msg + "; a request's conditions and keys are decided before it is forwarded: count on the response with count_when, such as count_when: \"response.status == 401\""
+	}
+	return celHint(msg)
+}
+
+// bareWord matches cel-go's complaint about an upper-case name that is
+// no variable of the request model: a method or other text written
+// without quotes (request.method == POST).
+var bareWord = regexp.MustCompile(`undeclared reference to '([A-Z][A-Z0-9_]*)'`)
+
+// celHint returns msg, a CEL problem, with what to write instead when it
+// is one of the mistakes people bring from other languages: a string
+// without quotes, a number compared with a string, and, or and = for &&,
+// || and ==.
+func celHint(msg string) string {
+	switch {
+	case strings.Contains(msg, "applied to '(string, int)'"), strings.Contains(msg, "applied to '(int, string)'"):
+		return msg + "; a number never compares with a string: response.status is an int (401, not '401'), and request values are strings ('50', or int(request.query['page_size']) > 50)"
+	case strings.Contains(msg, "mismatched input 'and'"), strings.Contains(msg, "mismatched input 'or'"),
+		strings.Contains(msg, "mismatched input 'AND'"), strings.Contains(msg, "mismatched input 'OR'"):
+		return msg + "; CEL writes and, or and not as &&, || and !"
+	case strings.Contains(msg, "token recognition error at: '= '"), strings.Contains(msg, "token recognition error at: '='"):
+		return msg + "; compare with =="
+	}
+	if m := bareWord.FindStringSubmatch(msg); m != nil {
+		return msg + "; to compare with the text " + m[1] + ", quote it: '" + m[1] + "'"
 	}
 	return msg
 }

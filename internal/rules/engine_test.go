@@ -336,6 +336,9 @@ rules:
   - {name: d, when: "request.path.startsWith("}
   - {name: e, when: "request.path == '/login' && response.status == 401", limits: [5/10m]}
   - {name: f, key: ["expr:response.headers"], limits: [1/1m]}
+  - {name: g, when: "request.method == POST", count_when: "response.status == '401'", limits: [1/1m]}
+  - {name: h, when: "request.path == '/x' and request.method == 'GET'", key: ["expr:request.query['n'] > 5"], limits: [1/1m]}
+  - {name: i, when: "request.method = 'POST'", key: ["expr:foo.bar"], limits: [1/1m]}
 `), "", func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -351,6 +354,12 @@ rules:
 		"t.yaml:8: rules[4].when: CEL: at 1:29: undeclared reference to 'response';" +
 			" a request's conditions and keys are decided before it is forwarded: count on the response with count_when, such as count_when: \"response.status == 401\"",
 		"t.yaml:9: rules[5].key[0]: CEL: at 1:9: undeclared reference to 'response.headers' (did you mean 'request.headers'?); a request's conditions",
+		"t.yaml:10: rules[6].when: CEL: at 1:19: undeclared reference to 'POST'; to compare with the text POST, quote it: 'POST'",
+		"t.yaml:10: rules[6].count_when: CEL: at 1:17: found no matching overload for '_==_' applied to '(int, string)'; a number never compares with a string: response.status is an int (401, not '401')",
+		"t.yaml:11: rules[7].when: CEL: at 1:22: Syntax error: mismatched input 'and' expecting <EOF>; CEL writes and, or and not as &&, || and !",
+		"t.yaml:11: rules[7].key[0]: CEL: at 1:20: found no matching overload for '_>_' applied to '(string, int)'; a number never compares with a string:",
+		"; compare with ==",
+		"t.yaml:12: rules[8].key[0]: CEL: at 1:1: undeclared reference to 'foo'\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems lack %q:\n%s", want, got)
