@@ -21,15 +21,18 @@ func init() {
 	register("diff", 40, "--config FILE ENV_A ENV_B", runDiff)
 }
 
-// thresholdPath matches the fields that are thresholds: a rule's limits.
-var thresholdPath = regexp.MustCompile(`^rules\[[^\]]+\]\.limits\[\d+\]$`)
+// thresholdPath matches the fields that are thresholds: a rule's limits,
+// its candidate thresholds, and the limits of an API client plan, which
+// are the limits of the rules with limits_from: plan.
+var thresholdPath = regexp.MustCompile(`^(rules\[[^\]]+\]\.(limits|candidates)|api_clients\.plans(\.[A-Za-z0-9_-]+|\["[^"]*"\]))\[\d+\]$`)
 
 // runDiff prints every difference between two environments' effective
 // configurations and exits 0 only when all of them are thresholds (the
-// N/WINDOW limits of rules present in both), so a check in CI proves that
-// staging and production are "identical apart from thresholds". An
-// environment with problems is compared with nothing: every problem of
-// each is printed as validate prints it, and diff fails as validate does.
+// N/WINDOW limits, candidates and plan limits present in both), so a
+// check in CI proves that staging and production are "identical apart
+// from thresholds". An environment with problems is compared with
+// nothing: every problem of each is printed as validate prints it, and
+// diff fails as validate does.
 func runDiff(_ context.Context, env environ, args []string) error {
 	fs := newFlags(env, "diff", "--config FILE ENV_A ENV_B")
 	file := fs.String("config", "", "configuration `file` (required)")

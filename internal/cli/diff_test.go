@@ -295,3 +295,46 @@ environments:
 		})
 	}
 }
+
+// TestDiffPlanAndCandidateThresholds: an API client plan's limits are the
+// limits of the rules that take them (limits_from: plan), and candidates
+// are thresholds evaluated in shadow: staging lowering either is a
+// threshold, as lowering a rule's limits is. A plan's added limit is not.
+func TestDiffPlanAndCandidateThresholds(t *testing.T) {
+	file := writeConfig(t, base+`api_clients:
+  plans:
+    free: [100/1m]
+    pro: [1000/1m]
+  clients: []
+rules:
+  - {name: per-ip, limits: [600/1m], candidates: [300/1m]}
+  - {name: plans, key: [api_client], limits_from: plan}
+environments:
+  staging:
+    api_clients:
+      plans: {free: [10/1m]}
+    rules:
+      - {name: per-ip, limits: [60/1m], candidates: [30/1m]}
+  production: {}
+  wider:
+    api_clients:
+      plans: {pro: [1000/1m, 10000/1d]}
+`)
+	code, stdout, stderr := run(t, nil, "diff", "--config", file, "staging", "production")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		`api_clients.plans.free[0]                    staging: "10/1m"  production: "100/1m"  (threshold)`,
+		`rules[per-ip].candidates[0]                  staging: "30/1m"  production: "300/1m"  (threshold)`,
+		"differ only in thresholds (3)",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, _ = run(t, nil, "diff", "--config", file, "wider", "production")
+	if want := "differ in more than thresholds: api_clients.plans.pro[1]"; code != 1 || !strings.Contains(stdout, want) {
+		t.Errorf("a plan's added limit: exit %d, want 1 and %q:\n%s", code, want, stdout)
+	}
+}
