@@ -633,7 +633,7 @@ func (v *validator) rules() {
 
 		alg, err := ratelimit.ParseAlgorithm(r.Algorithm)
 		if err != nil || counts && r.Algorithm == "" { // "" only as written: the default fills a missing one
-			v.add(at("algorithm"), fmt.Sprintf("unknown algorithm %q", r.Algorithm), ratelimit.AlgorithmNames()...)
+			v.add(at("algorithm"), fmt.Sprintf("unknown algorithm %q%s", r.Algorithm, algorithmHint(r.Algorithm)), ratelimit.AlgorithmNames()...)
 		}
 		windows := map[string]int{}
 		for j, s := range r.Limits {
@@ -701,6 +701,20 @@ func checkOrigin(s string) string {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			return bad
 		}
+	}
+	return ""
+}
+
+// algorithmHint names floodgate's algorithm for the one another tool
+// calls by a name floodgate does not use, or "".
+func algorithmHint(s string) string {
+	switch k := strings.NewReplacer("-", "", "_", "", " ", "").Replace(strings.ToLower(s)); k {
+	case "tokenbucket", "leakybucket", "bucket":
+		return ": gcra is the token bucket (and the leaky bucket of nginx limit_req): write algorithm: gcra"
+	case "slidingwindowcounter", "slidingwindowlog", "slidinglog", "sliding", "rolling", "rollingwindow":
+		return ": write algorithm: sliding_window"
+	case "fixed", "fixedwindowcounter", "window":
+		return ": write algorithm: fixed_window"
 	}
 	return ""
 }
