@@ -234,7 +234,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, r
 	if w := strings.TrimSpace(rc.When); w != "" && w != "true" {
 		c, err := newCondition(env, w, ms)
 		if err != nil {
-			problems = append(problems, f.Problem(path+".when", withResponseHint(err)))
+			problems = append(problems, f.Problem(path+".when", withResponseHint(err, w)))
 		}
 		r.when, r.whenSrc = c, w
 	}
@@ -282,7 +282,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, r
 	if w := strings.TrimSpace(rc.CountWhen); w != "" {
 		prg, err := compileExpr(respEnv, w, cel.BoolType)
 		if err != nil {
-			problems = append(problems, f.Problem(path+".count_when", celHint(err.Error())))
+			problems = append(problems, f.Problem(path+".count_when", celHint(err.Error(), w)))
 		}
 		r.countWhen = prg
 	}
@@ -302,7 +302,7 @@ func compileRule(f *config.File, env, respEnv *cel.Env, ms *matchSlots, i int, r
 			if kp.Kind == config.KeyExpr {
 				part.prg, err = compileExpr(env, kp.Arg, nil)
 				if err != nil {
-					problems = append(problems, f.Problem(path+".key["+strconv.Itoa(j)+"]", withResponseHint(err)))
+					problems = append(problems, f.Problem(path+".key["+strconv.Itoa(j)+"]", withResponseHint(err, kp.Arg)))
 					continue
 				}
 			}
@@ -391,12 +391,42 @@ func keyType(parts []keyPart, spec []string) string {
 // withResponseHint returns err's text, adding where the response can be
 // read when err is about an expression that reads it before there is one
 // (when: "response.status == 401" for failed logins), or else celHint's.
-func withResponseHint(err error) string {
+func withResponseHint(err error, src string) string {
 	msg := err.Error()
 	if strings.Contains(msg, "undeclared reference to 'response") {
 		return msg + "; a request's conditions and keys are decided before it is forwarded: count on the response with count_when, such as count_when: \"response.status == 401\""
 	}
-	return celHint(msg)
+	return celHint(msg, src)
+}
+
+// fieldFor names the variable of the request model for the names other
+// gateways and frameworks give it.
+var fieldFor = map[string]string{
+	"request.ip": "client.ip", "request.remote_addr": "client.ip", "request.remote_ip": "client.ip",
+	"request.client_ip": "client.ip", "request.addr": "client.ip", "client.address": "client.ip", "client.addr": "client.ip",
+	"request.url": "request.path (the query is request.query)", "request.uri": "request.path (the query is request.query)",
+	"request.route": "route.name", "request.status": "response.status, in count_when",
+	"request.ua": "request.user_agent", "request.useragent": "request.user_agent", "request.agent": "request.user_agent",
+}
+
+// undeclaredAt matches cel-go's "undeclared reference" problem, with the
+// column of the name in the source.
+var undeclaredAt = regexp.MustCompile(`^CEL: at 1:(\d+): undeclared reference to '([^']*)'`)
+
+// celGuess is cel-go's suggestion after an undeclared reference.
+var celGuess = regexp.MustCompile(` \(did you mean '[^']*'\?\)`)
+
+// fieldAt returns the dotted name that starts at 1-based column col of
+// src: what cel-go's "undeclared reference to 'request'" was written as.
+func fieldAt(src string, col int) string {
+	if col < 1 || col > len(src) {
+		return ""
+	}
+	end := col - 1
+	for end < len(src) && (src[end] == '.' || src[end] == '_' || 'a' <= src[end] && src[end] <= 'z' || 'A' <= src[end] && src[end] <= 'Z' || '0' <= src[end] && src[end] <= '9') {
+		end++
+	}
+	return src[col-1 : end]
 }
 
 // bareWord matches cel-go's complaint about an upper-case name that is
@@ -408,7 +438,19 @@ var bareWord = regexp.MustCompile(`undeclared reference to '([A-Z][A-Z0-9_]*)'`)
 // is one of the mistakes people bring from other languages: a string
 // without quotes, a number compared with a string, and, or and = for &&,
 // || and ==.
-func celHint(msg string) string {
+func celHint(msg, src string) string {
+	if m := undeclaredAt.FindStringSubmatch(msg); m != nil {
+		col, _ := strconv.Atoi(m[1])
+		name := m[2]
+		if !strings.Contains(name, ".") {
+			name = fieldAt(src, col) // cel-go names only the unknown root
+		}
+		if want, ok := fieldFor[strings.ToLower(name)]; ok {
+			// cel-go's guess goes by spelling, ours by meaning.
+			msg = celGuess.ReplaceAllString(msg, "")
+			return msg + "; the request model calls it " + want + " (docs/rules.md, The request model)"
+		}
+	}
 	switch {
 	case strings.Contains(msg, "applied to '(string, int)'"), strings.Contains(msg, "applied to '(int, string)'"):
 		return msg + "; a number never compares with a string: response.status is an int (401, not '401'), and request values are strings ('50', or int(request.query['page_size']) > 50)"

@@ -339,6 +339,8 @@ rules:
   - {name: g, when: "request.method == POST", count_when: "response.status == '401'", limits: [1/1m]}
   - {name: h, when: "request.path == '/x' and request.method == 'GET'", key: ["expr:request.query['n'] > 5"], limits: [1/1m]}
   - {name: i, when: "request.method = 'POST'", key: ["expr:foo.bar"], limits: [1/1m]}
+  - {name: j, when: "request.method == 'POST' && request.ip == '192.0.2.1'", key: ["expr:request.url"], limits: [1/1m]}
+  - {name: k, when: "request.status == 401", key: ["expr:client.address"], limits: [1/1m]}
 `), "", func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +362,10 @@ rules:
 		"t.yaml:11: rules[7].key[0]: CEL: at 1:20: found no matching overload for '_>_' applied to '(string, int)'; a number never compares with a string:",
 		"; compare with ==",
 		"t.yaml:12: rules[8].key[0]: CEL: at 1:1: undeclared reference to 'foo'\n",
+		"t.yaml:13: rules[9].when: CEL: at 1:29: undeclared reference to 'request'; the request model calls it client.ip (docs/rules.md, The request model)",
+		"t.yaml:13: rules[9].key[0]: CEL: at 1:8: undeclared reference to 'request.url'; the request model calls it request.path (the query is request.query)",
+		"t.yaml:14: rules[10].when: CEL: at 1:8: undeclared reference to 'request.status'; the request model calls it response.status, in count_when",
+		"t.yaml:14: rules[10].key[0]: CEL: at 1:1: undeclared reference to 'client'; the request model calls it client.ip",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems lack %q:\n%s", want, got)
