@@ -280,8 +280,15 @@ rules:
 	for range 3 {
 		c.do("GET", "/", "203.0.113.1")
 	}
-	if resp, _ := c.do("GET", "/", "203.0.113.1"); resp.StatusCode != 429 {
-		t.Fatalf("4th request: %d, want 429", resp.StatusCode)
+	first, _ := c.do("GET", "/", "203.0.113.1")
+	if first.StatusCode != 429 {
+		t.Fatalf("4th request: %d, want 429", first.StatusCode)
+	}
+	// The refusal that starts the ban says when it ends, as every refusal
+	// during it does: a client that comes back after the limit's own wait
+	// would still be banned.
+	if ra := first.Header.Get("Retry-After"); ra != "600" {
+		t.Errorf("the refusal that starts the ban: Retry-After %q, want 600 (the ban's 10 minutes)", ra)
 	}
 	c.clock.Add(3 * time.Minute) // the 1-minute window is long gone
 	resp, _ := c.do("GET", "/", "203.0.113.1")

@@ -275,7 +275,12 @@ func (e *Engine) decide(ctx context.Context, req *Request, r *Rule, key []byte, 
 		}
 		if !d.Allowed {
 			if enforce && r.Ban > 0 {
-				_, _ = e.Store.Take(ctx, banKey(req, key), 1, banLimit(r))
+				// This refusal starts the ban: it says when the ban ends,
+				// as every refusal during it does, not when the limit
+				// would admit again.
+				if ban, err := e.Store.Take(ctx, banKey(req, key), 1, banLimit(r)); err == nil {
+					d.RetryAfter = max(d.RetryAfter, ban.ResetAfter)
+				}
 			}
 			return d, true, false, nil
 		}
