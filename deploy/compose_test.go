@@ -14,9 +14,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/floodgate/floodgate/internal/config"
 )
 
 const composeDir = "compose"
@@ -35,6 +38,7 @@ type composeService struct {
 	Ports       []string          `yaml:"ports"`
 	ReadOnly    bool              `yaml:"read_only"`
 	Restart     string            `yaml:"restart"`
+	StopGrace   string            `yaml:"stop_grace_period"`
 	DependsOn   yaml.Node         `yaml:"depends_on"`
 	Healthcheck *struct {
 		Test     []string `yaml:"test"`
@@ -163,6 +167,21 @@ func TestCompose(t *testing.T) {
 		}
 		if !s.ReadOnly {
 			t.Errorf("%s: read_only is false: floodgate writes nothing to its filesystem", n)
+		}
+		// On stop (SIGTERM) floodgate drains for server.shutdown_grace;
+		// Compose kills it after stop_grace_period, 10 s when unset.
+		grace, err := config.ParseTimeout(cfg.Server.ShutdownGrace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := 10 * time.Second
+		if s.StopGrace != "" {
+			if stop, err = time.ParseDuration(s.StopGrace); err != nil {
+				t.Errorf("%s: stop_grace_period %q: %v", n, s.StopGrace, err)
+			}
+		}
+		if stop <= grace {
+			t.Errorf("%s: stop_grace_period %v, want more than server.shutdown_grace %v: Compose kills the replica in the middle of its drain", n, stop, grace)
 		}
 	}
 	if hc := c.Services["valkey"].Healthcheck; hc == nil || len(hc.Test) == 0 {
