@@ -25,6 +25,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -313,6 +314,34 @@ func TestKubernetes(t *testing.T) {
 	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || q.Cmp(c.Resources.Requests[corev1.ResourceMemory]) < 0 {
 		t.Errorf("memory limit %v: want one, at least the request", q.String())
 	}
+	// Go's runtime sees neither: GOMEMLIMIT lets the collector work harder
+	// as the heap nears the memory limit, where without it the kernel
+	// kills the pod first; GOMAXPROCS is otherwise every core of the node
+	// (Go follows a CPU limit, and there is none).
+	fromResource := func(name, field string) {
+		t.Helper()
+		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
+		if i < 0 {
+			t.Errorf("env %s unset: want it from the container's %s (valueFrom.resourceFieldRef)", name, field)
+			return
+		}
+		e := c.Env[i]
+		if e.ValueFrom == nil || e.ValueFrom.ResourceFieldRef == nil || e.ValueFrom.ResourceFieldRef.Resource != field ||
+			(e.ValueFrom.ResourceFieldRef.ContainerName != "" && e.ValueFrom.ResourceFieldRef.ContainerName != c.Name) {
+			t.Errorf("env %s = %+v: want it from the container's %s (valueFrom.resourceFieldRef)", name, e, field)
+			return
+		}
+		// A bare number: bytes for GOMEMLIMIT, cores for GOMAXPROCS.
+		if d := e.ValueFrom.ResourceFieldRef.Divisor; !d.IsZero() && d.Cmp(resource1) != 0 {
+			t.Errorf("env %s: divisor %s, want 1 (or none): the runtime reads a bare number as %s", name, d.String(), map[string]string{"GOMEMLIMIT": "bytes", "GOMAXPROCS": "cores"}[name])
+		}
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		fromResource("GOMEMLIMIT", "limits.memory")
+	}
+	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; !ok {
+		fromResource("GOMAXPROCS", "requests.cpu")
+	}
 	sc, psc := c.SecurityContext, pod.SecurityContext
 	if sc == nil || psc == nil {
 		t.Fatal("want both a pod and a container securityContext")
@@ -372,6 +401,9 @@ func TestKubernetes(t *testing.T) {
 		t.Errorf("ServiceMonitor endpoints %+v, want port admin, path /metrics", sm.Endpoints)
 	}
 }
+
+// resource1 is a resourceFieldRef's default divisor.
+var resource1 = resource.MustParse("1")
 
 // placeholder is a value of the kind the variable holds, for validation.
 func placeholder(name string) string {
