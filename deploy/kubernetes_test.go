@@ -211,6 +211,16 @@ func TestKubernetes(t *testing.T) {
 	}) {
 		t.Errorf("image %q has no pinned tag in the kustomization's images", c.Image)
 	}
+	// A name without a registry is a short name, which the node's
+	// runtime resolves in a registry of its choosing (Docker Hub's
+	// library, or the first of its search registries to answer): no one
+	// publishes floodgate's image, so the name says whose registry.
+	for _, i := range m.kustomization.Images {
+		host, _, ok := strings.Cut(i.NewName, "/")
+		if !ok || (!strings.ContainsAny(host, ".:") && host != "localhost") {
+			t.Errorf("kustomization image %s: newName %q names no registry: a short name is pulled from wherever the node resolves it", i.Name, i.NewName)
+		}
+	}
 	if diff := cmp.Diff(c.Args, []string{"serve", "--config", configPath}); diff != "" {
 		t.Errorf("args (-got +want):\n%s", diff)
 	}
