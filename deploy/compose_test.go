@@ -37,6 +37,7 @@ type composeService struct {
 	Volumes     []string          `yaml:"volumes"`
 	Ports       []string          `yaml:"ports"`
 	ReadOnly    bool              `yaml:"read_only"`
+	Tmpfs       []string          `yaml:"tmpfs"`
 	Restart     string            `yaml:"restart"`
 	StopGrace   string            `yaml:"stop_grace_period"`
 	DependsOn   yaml.Node         `yaml:"depends_on"`
@@ -166,7 +167,13 @@ func TestCompose(t *testing.T) {
 			t.Errorf("%s: depends_on = %v (%v), want valkey: {condition: service_healthy}", n, deps, err)
 		}
 		if !s.ReadOnly {
-			t.Errorf("%s: read_only is false: floodgate writes nothing to its filesystem", n)
+			t.Errorf("%s: read_only is false: floodgate writes nothing to its filesystem but temporary files", n)
+		}
+		// A request body beyond server.request_buffer_bytes on a route
+		// with request_buffering: on goes to a temporary file in /tmp,
+		// which the image (scratch) does not have and read_only forbids.
+		if !slices.ContainsFunc(s.Tmpfs, func(m string) bool { return strings.Split(m, ":")[0] == "/tmp" }) {
+			t.Errorf("%s: tmpfs %v, want /tmp: a read-only container answers 500 to a request body buffered to a temporary file", n, s.Tmpfs)
 		}
 		// On stop (SIGTERM) floodgate drains for server.shutdown_grace;
 		// Compose kills it after stop_grace_period, 10 s when unset.

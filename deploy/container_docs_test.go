@@ -1,7 +1,7 @@
 package deploy
 
 // The commands of docs/container.md that start floodgate to keep it
-// running.
+// running: long enough to stop, and somewhere to write temporary files.
 
 import (
 	"path/filepath"
@@ -36,6 +36,11 @@ func TestContainerDocsStopTimeout(t *testing.T) {
 			continue
 		}
 		runs++
+		// The image has no /tmp, where a buffered request body beyond
+		// server.request_buffer_bytes goes; --read-only forbids making it.
+		if strings.Contains(line, "--read-only") && !strings.Contains(line, "--tmpfs /tmp") {
+			t.Errorf("%q: --read-only without --tmpfs /tmp: a request body buffered to a temporary file is answered 500", line)
+		}
 		m := stop.FindStringSubmatch(line)
 		if m == nil {
 			t.Errorf("%q: no --stop-timeout: the engine kills floodgate 10 s into its drain of %v", line, grace)

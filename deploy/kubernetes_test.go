@@ -239,6 +239,26 @@ func TestKubernetes(t *testing.T) {
 	if !mounted {
 		t.Errorf("the ConfigMap %q is not mounted read-only at %s (as a directory, so updates reach it)", m.configMap.Name, filepath.Dir(configPath))
 	}
+	// The root filesystem is read-only, and the image (scratch) has no
+	// /tmp: a route with request_buffering: on writes the part of a body
+	// beyond server.request_buffer_bytes to a temporary file there.
+	tmpDir := "/tmp"
+	for _, e := range c.Env {
+		if e.Name == "TMPDIR" {
+			tmpDir = e.Value
+		}
+	}
+	var writableTmp bool
+	for _, vm := range c.VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name == vm.Name && v.EmptyDir != nil && vm.MountPath == tmpDir && !vm.ReadOnly && vm.SubPath == "" {
+				writableTmp = true
+			}
+		}
+	}
+	if !writableTmp {
+		t.Errorf("no emptyDir mounted writable at %s: under a read-only root filesystem, request bodies buffered to a temporary file (routes[].request_buffering) are answered 500", tmpDir)
+	}
 	data, ok := m.configMap.Data[filepath.Base(configPath)]
 	if !ok {
 		t.Fatalf("the ConfigMap has no %s", filepath.Base(configPath))
