@@ -211,6 +211,7 @@ func (g *Gateway) bufferBody(sw *statusWriter, r *http.Request, b *clientBody) b
 		// once so that nothing is left behind whatever happens.
 		file, err = os.CreateTemp("", "floodgate-body-*")
 		if err != nil {
+			g.failures.BodyBuffer(sw.routeName(), err)
 			g.answers.Write(sw, r, respond.Answer{Kind: respond.InternalError})
 			return false
 		}
@@ -238,6 +239,9 @@ func (g *Gateway) bufferBody(sw *statusWriter, r *http.Request, b *clientBody) b
 			}
 			return false
 		}
+		if file != nil { // the client's body was whole: the file failed
+			g.failures.BodyBuffer(sw.routeName(), err)
+		}
 		g.answers.Write(sw, r, respond.Answer{Kind: respond.InternalError})
 		return false
 	}
@@ -253,6 +257,7 @@ func (g *Gateway) bufferBody(sw *statusWriter, r *http.Request, b *clientBody) b
 		r.Body = io.NopCloser(bytes.NewReader(mem))
 	default:
 		if _, err := file.Seek(0, io.SeekStart); err != nil {
+			g.failures.BodyBuffer(sw.routeName(), err)
 			file.Close()
 			g.answers.Write(sw, r, respond.Answer{Kind: respond.InternalError})
 			return false

@@ -2,6 +2,8 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +43,12 @@ type engineFront struct {
 // engine on a loopback port, as `floodgate serve` would.
 func startEngine(t *testing.T, engine, yaml, up string) *engineFront {
 	t.Helper()
+	return startEngineLogging(t, engine, yaml, up, io.Discard)
+}
+
+// startEngineLogging is startEngine with the gateway's log written to log.
+func startEngineLogging(t *testing.T, engine, yaml, up string, log io.Writer) *engineFront {
+	t.Helper()
 	f, err := config.Parse("test.yaml", []byte(yaml), "", func(k string) (string, bool) {
 		if k == "UP" {
 			return up, true
@@ -54,7 +63,7 @@ func startEngine(t *testing.T, engine, yaml, up string) *engineFront {
 	g, problems := gateway.New(f, gateway.Options{
 		Store:   memory.New(memory.Options{}),
 		Metrics: metrics,
-		Logger:  telemetry.NewLogger(io.Discard, "info"),
+		Logger:  telemetry.NewLogger(log, "info"),
 	})
 	if len(problems) > 0 {
 		t.Fatalf("gateway.New: %v", problems)
@@ -440,6 +449,76 @@ routes:
 			})
 		}
 	}
+}
+
+// TestRequestBufferingWithoutATemporaryDirectory: where the temporary
+// file of a body beyond server.request_buffer_bytes cannot be created (a
+// read-only container without /tmp), the request is answered 500, never
+// forwarded, and the log says why, naming the route and the directory.
+func TestRequestBufferingWithoutATemporaryDirectory(t *testing.T) {
+	const yaml = `
+server: {request_buffer_bytes: 4096}
+upstreams: {api: {url: "${UP}"}}
+routes:
+  - {name: buffered, path: /buffered, upstream: api, request_buffering: "on"}
+`
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	t.Setenv("TMPDIR", missing)
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			up := newCountingUpstream(t)
+			var log lockedBuffer
+			gw := startEngineLogging(t, engine, yaml, up.url, &log)
+			// In memory: no file needed, forwarded.
+			resp, _, err := exchangeRaw(t, gw.addr, "POST /buffered HTTP/1.1\r\nHost: gw\r\nContent-Length: 100\r\n\r\n"+strings.Repeat("m", 100))
+			if err != nil || resp.StatusCode != 200 {
+				t.Fatalf("a body in memory: %v %v, want 200", resp, err)
+			}
+			resp, _, err = exchangeRaw(t, gw.addr, "POST /buffered HTTP/1.1\r\nHost: gw\r\nContent-Length: 20000\r\n\r\n"+strings.Repeat("f", 20000))
+			if err != nil {
+				t.Fatalf("exchange: %v", err)
+			}
+			if resp.StatusCode != 500 {
+				t.Errorf("a body for a temporary file: answer %d, want 500", resp.StatusCode)
+			}
+			if arrived, _, _ := up.counts(); arrived != 1 {
+				t.Errorf("upstream got %d requests, want 1 (the body in memory alone)", arrived)
+			}
+			var line map[string]any
+			for l := range strings.SplitSeq(log.String(), "\n") {
+				if strings.Contains(l, "temporary file") {
+					if err := json.Unmarshal([]byte(l), &line); err != nil {
+						t.Fatalf("log line %q: %v", l, err)
+					}
+				}
+			}
+			if line == nil {
+				t.Fatalf("no log line says why the request was answered 500; the log:\n%s", log.String())
+			}
+			if line["level"] != "ERROR" || line["route"] != "buffered" || !strings.Contains(fmt.Sprint(line["error"]), missing) {
+				t.Errorf("log line %v: want level ERROR, route buffered, the error naming %s", line, missing)
+			}
+		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that the gateway's goroutines write
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // TestSlowUploadsNeverReachTheUpstream: many clients that send part of

@@ -830,6 +830,14 @@ type statusWriter struct {
 	headerAfter time.Duration
 }
 
+// routeName is the name of the request's route, "" before one is known.
+func (sw *statusWriter) routeName() string {
+	if sw.route == nil {
+		return ""
+	}
+	return sw.route.name
+}
+
 // clock is the gateway's time: Options.Now when set (tests inject one),
 // else the system clock, whose durations then read the monotonic clock
 // alone (time.Since: one clock read where time.Now makes two).

@@ -70,6 +70,17 @@ func (f *Failures) Upstream(route, upstream, kind string) {
 		slog.String("upstream", upstream), slog.String("kind", kind), slog.String("route", route))
 }
 
+// BodyBuffer records a request body that could not be kept in a
+// temporary file (routes[].request_buffering: the part beyond
+// server.request_buffer_bytes), which was answered 500: logged at ERROR,
+// one line per route per interval. err is the file system's, naming the
+// directory ($TMPDIR) and never the client.
+func (f *Failures) BodyBuffer(route string, err error) {
+	f.lim.Log("body buffer\x1f"+route, slog.LevelError,
+		"request body could not be buffered in a temporary file; answered 500 (give floodgate a writable $TMPDIR, /tmp by default)",
+		slog.String("route", route), slog.String("error", err.Error()))
+}
+
 // storeKey is the LogLimiter key of the rules skipped because the store
 // failed: one line per interval for them all, whatever the rule.
 const storeKey = "rule skipped\x1fstore"
