@@ -279,6 +279,29 @@ func TestKubernetes(t *testing.T) {
 			vars[e.Name] = e.Value
 		}
 	}
+	// The Secret the README says to create holds every key the
+	// Deployment reads, and no other: a key missing there keeps the pod
+	// from starting (CreateContainerConfigError) unless optional.
+	readme := string(readFile(t, filepath.Join(kubeDir, "README.md")))
+	created := map[string]bool{}
+	for _, m := range regexp.MustCompile(`--from-literal=([a-z0-9-]+)=`).FindAllStringSubmatch(readme, -1) {
+		created[m[1]] = true
+	}
+	read := map[string]bool{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			if e.ValueFrom.SecretKeyRef.Name != "floodgate-secrets" {
+				t.Errorf("env %s: from the Secret %q, want floodgate-secrets (README.md)", e.Name, e.ValueFrom.SecretKeyRef.Name)
+			}
+			read[e.ValueFrom.SecretKeyRef.Key] = true
+			if !regexp.MustCompile("(?m)^\\| [^|]*`" + regexp.QuoteMeta(e.ValueFrom.SecretKeyRef.Key) + "`[^|]*\\|").MatchString(readme) {
+				t.Errorf("the Secret key %s is not in README.md's table of keys", e.ValueFrom.SecretKeyRef.Key)
+			}
+		}
+	}
+	if diff := cmp.Diff(created, read); diff != "" {
+		t.Errorf("Secret keys (-README.md's kubectl create secret +the Deployment's secretKeyRef):\n%s", diff)
+	}
 	file := filepath.Join(t.TempDir(), filepath.Base(configPath))
 	copyFile(t, file, []byte(data))
 	for _, ref := range varRef.FindAllStringSubmatch(data, -1) {
