@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
 )
 
@@ -338,6 +339,15 @@ func TestKubernetes(t *testing.T) {
 			p.probe.HTTPGet.Port != intstr.FromString("admin") {
 			t.Errorf("%s probe = %+v, want GET %s on the admin port", p.name, p.probe, p.path)
 		}
+	}
+
+	// A replica whose store hangs answers /readyz "ready" within
+	// admin.ReadyTimeout (the store's checks cut short); a probe that
+	// gives up sooner (Kubernetes' default is 1 s) counts it as failed,
+	// and with a store.timeout of a second or more every replica sharing
+	// that store would leave the Service at once.
+	if rp := c.ReadinessProbe; rp != nil && time.Duration(max(rp.TimeoutSeconds, 1))*time.Second <= admin.ReadyTimeout {
+		t.Errorf("readiness probe timeoutSeconds %d (0: Kubernetes' 1 s): want more than /readyz's own bound, %v", rp.TimeoutSeconds, admin.ReadyTimeout)
 	}
 
 	// Shutdown: the preStop sleep lets endpoints stop sending, then

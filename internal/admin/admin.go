@@ -76,6 +76,10 @@ type Options struct {
 //
 // Every request to an /admin/ endpoint is logged to o.Logger, admitted or
 // refused (actionlog.go).
+// ReadyTimeout bounds a /readyz answer: what the store's checks have not
+// said by then counts as not answering. A readiness probe waits longer.
+const ReadyTimeout = 2 * time.Second
+
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
@@ -83,7 +87,7 @@ func Handler(o Options) http.Handler {
 		text(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
 		defer cancel()
 		if o.Ready != nil {
 			if err := o.Ready(ctx); err != nil {
