@@ -14,11 +14,12 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 )
 
-// TestContainerDocsStopTimeout checks that every detached run in
-// docs/container.md gives floodgate longer than its drain to stop: podman
-// and docker kill a container 10 s after SIGTERM unless told, while
-// floodgate finishes the requests in flight for server.shutdown_grace.
-func TestContainerDocsStopTimeout(t *testing.T) {
+// TestContainerDocsRuns checks every detached run in docs/container.md:
+// it gives floodgate longer than its drain to stop (podman and docker kill
+// a container 10 s after SIGTERM unless told, while floodgate finishes
+// the requests in flight for server.shutdown_grace), and a read-only one
+// has a /tmp to write.
+func TestContainerDocsRuns(t *testing.T) {
 	doc := string(readFile(t, filepath.Join("..", "docs", "container.md")))
 	// A command as written: its continuation lines joined.
 	text := strings.ReplaceAll(doc, "\\\n", " ")
