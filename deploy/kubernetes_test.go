@@ -349,6 +349,12 @@ func TestKubernetes(t *testing.T) {
 	if rp := c.ReadinessProbe; rp != nil && time.Duration(max(rp.TimeoutSeconds, 1))*time.Second <= admin.ReadyTimeout {
 		t.Errorf("readiness probe timeoutSeconds %d (0: Kubernetes' 1 s): want more than /readyz's own bound, %v", rp.TimeoutSeconds, admin.ReadyTimeout)
 	}
+	// A liveness probe that gives up as soon restarts a pod that is only
+	// saturated (GOMAXPROCS from its CPU request: one core), which makes
+	// the overload worse.
+	if lp := c.LivenessProbe; lp != nil && lp.TimeoutSeconds < 3 {
+		t.Errorf("liveness probe timeoutSeconds %d (0: Kubernetes' 1 s): want at least 3", lp.TimeoutSeconds)
+	}
 
 	// Shutdown: the preStop sleep lets endpoints stop sending, then
 	// floodgate drains for shutdown_grace; the kubelet waits for both.
