@@ -149,6 +149,27 @@ func (b *clientBody) disarm() {
 
 func (b *clientBody) Close() error { return b.rc.Close() }
 
+// unreadLinger bounds how long a connection whose request body is left
+// unread stays open after its answer: what the client sends meanwhile is
+// read and dropped, as floodgate's server does before it closes a
+// connection (so that a reset does not destroy the answer), then the
+// connection ends.
+const unreadLinger = 500 * time.Millisecond
+
+// endAfterAnswer makes the connection end after the answer being written
+// to w, whatever is left of the request's body. Connection: close alone
+// is not enough on Go's server (server.engine: net/http): after the
+// handler returns it reads what is left of a body of up to 256 KiB, to
+// reuse the connection, with no deadline: a client that declared a body
+// over max_body_bytes and sends none, or stopped sending one, would hold
+// the connection until it left. The read deadline bounds that wait.
+func endAfterAnswer(w http.ResponseWriter) {
+	w.Header()["Connection"] = []string{"close"}
+	if d := findReadDeadliner(w); d != nil {
+		d.SetReadDeadline(time.Now().Add(unreadLinger))
+	}
+}
+
 // failure reports what went wrong with the body, if anything: a fault the
 // body noted, or a read deadline that has passed (its read may not have
 // returned yet).
@@ -231,7 +252,7 @@ func (g *Gateway) bufferBody(sw *statusWriter, r *http.Request, b *clientBody) b
 		}
 		if f := b.failure(time.Now()); f != bodyOK {
 			if kind, ok := f.answer(); ok {
-				sw.Header()["Connection"] = []string{"close"}
+				endAfterAnswer(sw)
 				g.answers.Write(sw, r, respond.Answer{Kind: kind})
 			} else {
 				sw.own = true

@@ -596,3 +596,71 @@ routes: [{name: upload, path: /upload, upstream: api, request_buffering: "on"}]
 		})
 	}
 }
+
+// TestRefusedBodyEndsTheConnection holds every engine to its
+// Connection: close when a request is answered with its body left unread
+// and the client sends nothing more: the connection ends after the
+// answer. Go's server (server.engine: net/http) would otherwise wait, with
+// no deadline, for up to 256 KiB of the body it means to drop.
+func TestRefusedBodyEndsTheConnection(t *testing.T) {
+	const yaml = `
+server: {max_body_bytes: 1000, body_read_timeout: 300ms}
+upstreams: {api: {url: "${UP}"}}
+routes:
+  - {name: buffered, path: /buf, upstream: api, request_buffering: "on"}
+  - {name: other, path: "/{rest...}", upstream: api}
+`
+	post := func(path, framing string) string {
+		return "POST " + path + " HTTP/1.1\r\nHost: gw\r\nAccept: application/problem+json\r\n" + framing
+	}
+	tests := []struct {
+		name   string
+		raw    string
+		status int
+	}{
+		{"declared length over the limit, nothing sent", post("/up", "Content-Length: 1001\r\n\r\n"), 413},
+		{"declared length over the limit, 100-continue", post("/up", "Content-Length: 1001\r\nExpect: 100-continue\r\n\r\n"), 413},
+		{"chunked over the limit, then silent", post("/up", "Transfer-Encoding: chunked\r\n\r\n") + "400\r\n" + strings.Repeat("c", 0x400) + "\r\n", 413},
+		{"buffered chunked over the limit, then silent", post("/buf", "Transfer-Encoding: chunked\r\n\r\n") + "400\r\n" + strings.Repeat("c", 0x400) + "\r\n", 413},
+		{"silent body", post("/up", "Content-Length: 500\r\n\r\n") + "part", 408},
+		{"target too long, body never sent", "POST /" + strings.Repeat("u", 8192) + " HTTP/1.1\r\nHost: gw\r\nContent-Length: 500\r\n\r\n", 414},
+	}
+	for _, engine := range engines {
+		for _, tc := range tests {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				up := newCountingUpstream(t)
+				gw := startEngine(t, engine, yaml, up.url)
+				c, err := net.Dial("tcp", gw.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second)) // a bound, not a measure
+				if _, err := io.WriteString(c, tc.raw); err != nil {
+					t.Fatal(err)
+				}
+				br := bufio.NewReader(c)
+				resp, err := http.ReadResponse(br, nil)
+				if err != nil {
+					t.Fatalf("reading the answer: %v", err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				if resp.StatusCode != tc.status || !resp.Close {
+					t.Fatalf("answer %d (Connection: close %v), want %d with Connection: close", resp.StatusCode, resp.Close, tc.status)
+				}
+				// The client sends nothing more: the gateway must end the
+				// connection, not wait for the rest of the body.
+				rest, err := io.ReadAll(br)
+				if err != nil {
+					var ne net.Error
+					if errors.As(err, &ne) && ne.Timeout() {
+						t.Fatalf("the connection stayed open after the %d answer", tc.status)
+					}
+				}
+				if len(rest) > 0 {
+					t.Errorf("%d bytes after the answer: %.60q", len(rest), rest)
+				}
+			})
+		}
+	}
+}

@@ -464,7 +464,7 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	if len(r.RequestURI) > g.maxURI {
 		// As for a body too large: whatever follows the head is left
 		// unread, and the connection ends after the answer.
-		sw.Header()["Connection"] = []string{"close"}
+		endAfterAnswer(sw)
 		g.answers.Write(sw, r, respond.Answer{Kind: respond.URITooLong})
 		g.gw.noRoute.Request(sw.code)
 		return
@@ -587,7 +587,7 @@ func (g *Gateway) admit(sw *statusWriter, r *http.Request, st *state, peer netip
 		// connection ends after the answer. Only the gateway's own
 		// requests carry the client's body: a proxy asking the decision
 		// listener sends none, and its Content-Length is not the client's.
-		sw.Header()["Connection"] = []string{"close"}
+		endAfterAnswer(sw)
 		g.answers.Write(sw, ans, respond.Answer{Kind: respond.ContentTooLarge})
 		rm.Request(sw.code)
 		return nil, nil, nil, nil, false
@@ -696,7 +696,7 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 		// cut short, and the exchange is the client's to answer for.
 		if f := sw.body.failure(time.Now()); f != bodyOK {
 			if kind, ok := f.answer(); ok {
-				w.Header()["Connection"] = []string{"close"}
+				endAfterAnswer(w)
 				g.answers.Write(w, r, respond.Answer{Kind: kind})
 			} else {
 				w.WriteHeader(499) // the client is gone
