@@ -664,3 +664,36 @@ routes:
 		}
 	}
 }
+
+// TestCutOffAnswerIsCounted: an answer whose head went to the client and
+// whose body was cut off (here the upstream closes mid-body) is counted in
+// floodgate_requests_total with the status sent, as the access log keeps
+// it, on either engine.
+func TestCutOffAnswerIsCounted(t *testing.T) {
+	up := testnet.Serve(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 1000\r\n\r\nonly ten b")
+		c.Close()
+	})
+	for _, engine := range engines {
+		t.Run(engine, func(t *testing.T) {
+			gw := startEngine(t, engine, "upstreams: {api: {url: \"${UP}\"}}\n", "http://"+up)
+			resp, body, err := exchangeRaw(t, gw.addr, "GET /x HTTP/1.1\r\nHost: gw\r\n\r\n")
+			if err != nil {
+				t.Fatalf("exchange: %v", err)
+			}
+			if resp.StatusCode != 200 || len(body) >= 1000 {
+				t.Fatalf("answer %d with %d bytes, want a 200 cut off", resp.StatusCode, len(body))
+			}
+			if got := gw.requests("default", "200"); got != 1 {
+				t.Errorf("requests_total{code=200} = %v, want 1", got)
+			}
+			if got := scrape(gw.admin, `floodgate_upstream_duration_seconds_count{route="default"}`); got != 1 {
+				t.Errorf("upstream_duration_seconds_count = %v, want 1", got)
+			}
+		})
+	}
+}

@@ -547,10 +547,27 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	}
 	sw.start, sw.clock, sw.timed = g.clock.Now(), g.clock, true
 	sw.keepHeader = st.req.ReadsResponseHeader()
+	// An answer cut off after its head was sent (the upstream failed
+	// mid-body, the client stopped reading past write_idle_timeout or
+	// left) ends the handler with panic(http.ErrAbortHandler): it is
+	// counted all the same, with the status that was sent, as the access
+	// log records it.
+	cut := true
+	defer func() {
+		if cut {
+			g.forwarded(st, sw, rm)
+		}
+	}()
 	route.Upstream.Handler.ServeHTTP(sw, r)
+	cut = false
 	if sw.strip != nil {
 		stripTrailers(sw.ResponseWriter.Header(), sw.strip)
 	}
+	g.forwarded(st, sw, rm)
+}
+
+// forwarded counts a request the upstream's handler served.
+func (g *Gateway) forwarded(st *state, sw *statusWriter, rm *telemetry.RouteMetrics) {
 	st.upstream, st.forwarded = g.clock.Since(sw.start), true
 	if sw.code != 0 && !sw.own {
 		rm.Upstream(sw.headerAfter)
