@@ -156,6 +156,24 @@ func (b *clientBody) Close() error { return b.rc.Close() }
 // connection ends.
 const unreadLinger = 500 * time.Millisecond
 
+// boundUnreadBody bounds the wait for a request body the gateway never
+// read (the request was refused: 403, 404, 429, a route's 503): both
+// servers read up to 256 KiB of it before they send the answer, to keep
+// the connection, with no deadline of their own. A client that declared
+// a body and sends none would otherwise hold its connection, and never
+// get its answer, for as long as it liked: it gets body_read_timeout, as
+// a body read for the upstream does, and the connection then ends after
+// the answer. A body read for the upstream has its deadline from its
+// last read (clientBody).
+func (g *Gateway) boundUnreadBody(sw *statusWriter) {
+	if sw.body != nil || sw.lingers || g.bodyTimeout <= 0 {
+		return
+	}
+	if d := findReadDeadliner(sw.ResponseWriter); d != nil {
+		d.SetReadDeadline(time.Now().Add(g.bodyTimeout))
+	}
+}
+
 // endAfterAnswer makes the connection end after the answer being written
 // to w, whatever is left of the request's body. Connection: close alone
 // is not enough on Go's server (server.engine: net/http): after the
@@ -165,6 +183,9 @@ const unreadLinger = 500 * time.Millisecond
 // the connection until it left. The read deadline bounds that wait.
 func endAfterAnswer(w http.ResponseWriter) {
 	w.Header()["Connection"] = []string{"close"}
+	if sw, ok := w.(*statusWriter); ok {
+		sw.lingers = true
+	}
 	if d := findReadDeadliner(w); d != nil {
 		d.SetReadDeadline(time.Now().Add(unreadLinger))
 	}

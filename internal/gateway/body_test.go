@@ -697,3 +697,74 @@ func TestCutOffAnswerIsCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedRequestsBodyIsBounded: a request refused before its body is
+// read (a rule's 403 or 429, a 404) whose client declared a body and
+// sends none gets its answer after body_read_timeout, and its connection
+// ends: both servers read such a body before they answer, and would wait
+// for it without end. A client that sends its body keeps its connection.
+func TestRefusedRequestsBodyIsBounded(t *testing.T) {
+	const yaml = `
+server: {body_read_timeout: 300ms}
+upstreams: {api: {url: "${UP}"}}
+routes:
+  - {name: api, path: "/api/{rest...}", upstream: api}
+rules:
+  - {name: no-deny, when: 'request.path == "/api/deny"', action: deny}
+  - {name: tight, when: 'request.path == "/api/tight"', limits: ["1/1h"]}
+`
+	head := func(path string) string {
+		return "POST " + path + " HTTP/1.1\r\nHost: gw\r\nAccept: application/problem+json\r\nContent-Length: 1000\r\n\r\n"
+	}
+	tests := []struct {
+		name   string
+		raw    string
+		status int
+	}{
+		{"denied", head("/api/deny"), 403},
+		{"over a limit", head("/api/tight") + strings.Repeat("x", 1000) + head("/api/tight"), 429},
+		{"no route", head("/elsewhere"), 404},
+		{"chunked, denied", "POST /api/deny HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n", 403},
+	}
+	for _, engine := range engines {
+		for _, tc := range tests {
+			t.Run(engine+"/"+tc.name, func(t *testing.T) {
+				up := newCountingUpstream(t)
+				gw := startEngine(t, engine, yaml, up.url)
+				c, err := net.Dial("tcp", gw.addr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(20 * time.Second)) // a bound, not a measure
+				if _, err := io.WriteString(c, tc.raw); err != nil {
+					t.Fatal(err)
+				}
+				all, err := io.ReadAll(c)
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					t.Fatalf("no end of the connection; got %.80q", all)
+				}
+				if want := fmt.Sprintf("HTTP/1.1 %d ", tc.status); !strings.Contains(string(all), want) {
+					t.Errorf("got %.200q, want a %d answer", all, tc.status)
+				}
+			})
+		}
+		t.Run(engine+"/body sent", func(t *testing.T) {
+			up := newCountingUpstream(t)
+			gw := startEngine(t, engine, yaml, up.url)
+			raw := head("/api/deny") + strings.Repeat("x", 1000) + "GET /api/deny HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n"
+			c, err := net.Dial("tcp", gw.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(20 * time.Second)) // a bound, not a measure
+			io.WriteString(c, raw)
+			all, _ := io.ReadAll(c)
+			if n := strings.Count(string(all), "HTTP/1.1 403 "); n != 2 {
+				t.Errorf("%d answers on the connection, want 2: %.300q", n, all)
+			}
+		})
+	}
+}

@@ -460,6 +460,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 
 	st.w.reset(w)
 	sw := &st.w
+	if r.ContentLength != 0 {
+		defer g.boundUnreadBody(sw)
+	}
 
 	if len(r.RequestURI) > g.maxURI {
 		// As for a body too large: whatever follows the head is left
@@ -837,6 +840,9 @@ type statusWriter struct {
 	bytes      int64
 	route      *routeSettings
 	body       *clientBody // the request's body, when it has one
+	// lingers: the read deadline for what follows the answer is set
+	// (endAfterAnswer).
+	lingers bool
 	// rl: the RateLimit fields of a forwarded response, until written.
 	rl rateLimitFields
 	// When the request went to the upstream, and how long its response's
