@@ -55,6 +55,16 @@ func TestMaxConnections(t *testing.T) {
 	if got := g.metric("floodgate_connections_rejected_total"); got != 1 {
 		t.Errorf("connections_rejected_total = %v, want 1", got)
 	}
+	// Logged too, rate-limited, without the client's address.
+	var line string
+	for _, l := range strings.Split(g.stderr.String(), "\n") {
+		if strings.Contains(l, "server.max_connections are open") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, `"count":1`) || !strings.Contains(line, `"max_connections":2`) || strings.Contains(line, "127.0.0.1") {
+		t.Errorf("log line for the connection refused: %q, want one with count 1, max_connections 2 and no address", line)
+	}
 	held[0].Close()
 	for i := 0; g.metric("floodgate_connections_open") > 1; i++ {
 		if i == 1000 { // a bound (20 s), not a measure

@@ -196,7 +196,15 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	// Client connections are capped before the process runs out of
 	// descriptors (server.max_connections).
 	var rejected prometheus.Counter
-	conns := listen.NewLimiter(maxConnections(c.Server.MaxConnections), func() { rejected.Inc() })
+	maxConns := maxConnections(c.Server.MaxConnections)
+	conns := listen.NewLimiter(maxConns, func() {
+		rejected.Inc()
+		// A line per interval with its count, as every failure that
+		// repeats with each client: the operator sees clients refused
+		// in the log, not only in the metric.
+		opts.Failures.Limiter().Log("connections rejected", slog.LevelWarn,
+			"connection refused: server.max_connections are open", slog.Int("max_connections", maxConns))
+	})
 	rejected = metrics.RegisterConnections(conns.Open)
 	// Once a burst of connections has closed, their memory goes back to
 	// the system within seconds, not minutes (internal/memrelease).
