@@ -144,6 +144,9 @@ type state struct {
 	// upstream is the time forwarding took; forwarded, that it was.
 	upstream  time.Duration
 	forwarded bool
+	// unread: the request declared a body, which its end may leave
+	// unread (boundUnreadBody).
+	unread bool
 	// The decision listener's: the original request, rebuilt from the
 	// asking one, and the writer of nginx's answers.
 	orig  http.Request
@@ -460,9 +463,9 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 
 	st.w.reset(w)
 	sw := &st.w
-	if r.ContentLength != 0 {
-		defer g.boundUnreadBody(sw)
-	}
+	// A body left unread has its wait bounded when the request ends, in
+	// release rather than by a defer of its own (see forward).
+	st.unread = r.ContentLength != 0
 
 	if len(r.RequestURI) > g.maxURI {
 		// As for a body too large: whatever follows the head is left
@@ -550,18 +553,25 @@ func (g *Gateway) serve(w http.ResponseWriter, r *http.Request, internal bool) {
 	}
 	sw.start, sw.clock, sw.timed = g.clock.Now(), g.clock, true
 	sw.keepHeader = st.req.ReadsResponseHeader()
-	// An answer cut off after its head was sent (the upstream failed
-	// mid-body, the client stopped reading past write_idle_timeout or
-	// left) ends the handler with panic(http.ErrAbortHandler): it is
-	// counted all the same, with the status that was sent, as the access
-	// log records it.
+	g.forward(st, sw, r, route.Upstream.Handler, rm)
+}
+
+// forward hands r to the upstream's handler and counts what it served.
+// An answer cut off after its head was sent (the upstream failed
+// mid-body, the client stopped reading past write_idle_timeout or left)
+// ends the handler with panic(http.ErrAbortHandler): it is counted all
+// the same, with the status that was sent, as the access log records it.
+// (A method of its own: serve has too many returns for Go to open-code
+// its defers, each of which costs a deferred call's record, and this
+// one, open-coded here, runs on every forwarded request.)
+func (g *Gateway) forward(st *state, sw *statusWriter, r *http.Request, h http.Handler, rm *telemetry.RouteMetrics) {
 	cut := true
 	defer func() {
 		if cut {
 			g.forwarded(st, sw, rm)
 		}
 	}()
-	route.Upstream.Handler.ServeHTTP(sw, r)
+	h.ServeHTTP(sw, r)
 	cut = false
 	if sw.strip != nil {
 		stripTrailers(sw.ResponseWriter.Header(), sw.strip)
@@ -689,6 +699,10 @@ func (g *Gateway) logAccess(arrived time.Time, r *http.Request, req *rules.Reque
 const defaultCapacityRetry = rules.DefaultUnavailableRetry
 
 func (g *Gateway) release(st *state) {
+	if st.unread {
+		g.boundUnreadBody(&st.w)
+		st.unread = false
+	}
 	st.req.Reset()
 	st.w.reset(nil)
 	st.upstream, st.forwarded = 0, false
