@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -306,6 +307,32 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 			return err
 		}
 	}
+	// Reloads are taken before the admin listener starts: once /healthz
+	// answers, a change to the file is seen.
+	reload := func(reason string) {
+		sf.reload(env, srv, metrics, logger, reason)
+		if cert != nil {
+			// A renewed certificate at the same paths: no restart needed.
+			cert.reload(logger, reason)
+		}
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				reload("SIGHUP")
+			}
+		}
+	}()
+	if !hooks.noWatch && sf.data == nil {
+		settle, _ := config.ParseTimeout(c.Reload.Settle)
+		if err := watchFile(ctx, sf.file, sha256.Sum256(data), settle, func() { reload("file changed") }, logger); err != nil {
+			logger.Warn("cannot watch the configuration file; reload with SIGHUP", "error", err.Error())
+		}
+	}
+
 	// The admin listener last: once /healthz answers, every listener is
 	// accepting connections.
 	if c.Admin.Listen != config.ListenOff {
@@ -381,30 +408,6 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		"mode", c.Mode, "hash", srv.Hash())
 	if hooks.started != nil {
 		hooks.started(srv)
-	}
-
-	reload := func(reason string) {
-		sf.reload(env, srv, metrics, logger, reason)
-		if cert != nil {
-			// A renewed certificate at the same paths: no restart needed.
-			cert.reload(logger, reason)
-		}
-	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				reload("SIGHUP")
-			}
-		}
-	}()
-	if !hooks.noWatch && sf.data == nil {
-		settle, _ := config.ParseTimeout(c.Reload.Settle)
-		if err := watchFile(ctx, sf.file, settle, func() { reload("file changed") }, logger); err != nil {
-			logger.Warn("cannot watch the configuration file; reload with SIGHUP", "error", err.Error())
-		}
 	}
 
 	<-ctx.Done()

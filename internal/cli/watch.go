@@ -24,7 +24,11 @@ import (
 // symlink to a file in another directory has that directory watched too
 // (as it is after each read, the link may be changed to point elsewhere),
 // so that the file it names is seen replaced or written in place.
-func watchFile(ctx context.Context, path string, settle time.Duration, changed func(), logger *slog.Logger) error {
+//
+// loaded is the SHA-256 of the bytes the caller loaded: a file that
+// already differs when the watch begins (changed between the load and
+// the watch) is read at once.
+func watchFile(ctx context.Context, path string, loaded [32]byte, settle time.Duration, changed func(), logger *slog.Logger) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err
@@ -39,11 +43,14 @@ func watchFile(ctx context.Context, path string, settle time.Duration, changed f
 		return err
 	}
 	target := watchTarget(w, abs, logger)
-	last := fileSum(abs)
+	last := loaded
 	go func() {
 		defer w.Close()
 		timer := time.NewTimer(time.Hour)
 		timer.Stop()
+		if fileSum(abs) != last {
+			timer.Reset(replaceDebounce)
+		}
 		var st settling
 		for {
 			select {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -86,7 +87,7 @@ func TestWatchNeverAppliesAHalfWrittenFile(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string
 	got := make(chan struct{}, 8)
-	err := watchFile(ctx, path, time.Hour, func() {
+	err := watchFile(ctx, path, fileSum(path), time.Hour, func() {
 		b, _ := os.ReadFile(path)
 		mu.Lock()
 		seen = append(seen, string(b))
@@ -227,7 +228,7 @@ func TestWatchFollowsASymlink(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan string, 8)
-	err := watchFile(ctx, link, 50*time.Millisecond, func() {
+	err := watchFile(ctx, link, fileSum(link), 50*time.Millisecond, func() {
 		b, _ := os.ReadFile(link)
 		got <- string(b)
 	}, telemetry.NewLogger(io.Discard, "info"))
@@ -254,5 +255,27 @@ func TestWatchFollowsASymlink(t *testing.T) {
 		case <-time.After(30 * time.Second): // a bound, not a measure
 			t.Fatalf("change %d to the linked file was never read", i)
 		}
+	}
+}
+
+// TestWatchReadsAFileChangedBeforeTheWatch: a file that changed between
+// serve's load and the watch's start (no event comes for it) is read
+// as soon as the watch begins.
+func TestWatchReadsAFileChangedBeforeTheWatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "floodgate.yaml")
+	if err := os.WriteFile(path, []byte("rules: [] # written after the load\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan struct{}, 8)
+	loaded := sha256.Sum256([]byte("rules: [] # what the load read\n"))
+	if err := watchFile(ctx, path, loaded, time.Hour, func() { got <- struct{}{} }, telemetry.NewLogger(io.Discard, "info")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-got:
+	case <-time.After(30 * time.Second): // a bound, not a measure
+		t.Fatal("the file changed before the watch was never read")
 	}
 }
