@@ -28,6 +28,15 @@ func loadCertificate(certFile, keyFile string) (*certificate, error) {
 	return c, nil
 }
 
+// expiry is when the certificate served now expires, in Unix seconds
+// (0 if it has no parsed leaf).
+func (c *certificate) expiry() float64 {
+	if p := c.cur.Load(); p != nil && p.Leaf != nil {
+		return float64(p.Leaf.NotAfter.Unix())
+	}
+	return 0
+}
+
 // get is the listener's tls.Config.GetCertificate.
 func (c *certificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	return c.cur.Load(), nil

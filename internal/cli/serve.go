@@ -287,6 +287,10 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		if err != nil {
 			return fmt.Errorf("tls: %w", err)
 		}
+		metrics.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "floodgate_tls_certificate_expiry_timestamp_seconds",
+			Help: "When the certificate the public listener serves expires, in Unix seconds; it follows reloads.",
+		}, cert.expiry))
 		s := newServer(h1server.RefuseConnect(srv), &c.Server, errLog)
 		s.TLSConfig = &tls.Config{GetCertificate: cert.get, MinVersion: tls.VersionTLS12}
 		public = s

@@ -135,6 +135,19 @@ upstreams: {api: {url: "http://127.0.0.1:9"}}
 		defer c.Close()
 		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
 	}
+	// expiryFollows checks the expiry metric against the certificate in
+	// certFile, which the listener serves by then.
+	expiryFollows := func() {
+		t.Helper()
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := float64(pair.Leaf.NotAfter.Unix())
+		if got := g.metric("floodgate_tls_certificate_expiry_timestamp_seconds"); got != want {
+			t.Errorf("floodgate_tls_certificate_expiry_timestamp_seconds = %v, want %v, the served certificate's", got, want)
+		}
+	}
 	// waitServed sends SIGHUP until the listener serves want: reloads are
 	// asynchronous, and other tests' gateways take the signal too.
 	waitServed := func(want string) {
@@ -153,8 +166,11 @@ upstreams: {api: {url: "http://127.0.0.1:9"}}
 	if got := served(); got != "first" {
 		t.Fatalf("served %q at start, want first", got)
 	}
+	expiryFollows()
+	time.Sleep(time.Second) // a renewed certificate that expires a second later, not a measure
 	selfSignedAs(t, dir, "renewed")
 	waitServed("renewed")
+	expiryFollows()
 	if !strings.Contains(g.stderr.String(), `"msg":"TLS certificate reloaded","reason":"SIGHUP"`) {
 		t.Errorf("the new certificate is not in the log:\n%s", g.stderr.String())
 	}
