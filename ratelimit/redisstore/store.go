@@ -396,9 +396,12 @@ func refusedCredentials(msg string) bool {
 // waits twice as long (up to maxBackoff).
 func (s *Store) failed(b *breaker, err error, probe bool) {
 	s.lastErr.Store(&err)
-	if !errors.Is(err, context.DeadlineExceeded) {
+	if cp := s.client.Load(); cp != nil && (*cp).Mode() != rueidis.ClientModeCluster && !errors.Is(err, context.DeadlineExceeded) {
 		// A connection broke (or was refused): its siblings may have
-		// died with it, and each would fail a probe of its own.
+		// died with it, and each would fail a probe of its own. Not on
+		// a cluster, where the failing node is one of several: a new
+		// client would reconnect to the healthy nodes too, each second
+		// while that one stays down.
 		s.renewSoon()
 	}
 	now := s.mono()
