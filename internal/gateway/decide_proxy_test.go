@@ -260,6 +260,12 @@ func TestDecideBehindRealNginx(t *testing.T) {
 	if resp.StatusCode != 200 || body != `{"ok":true}` {
 		t.Errorf("HTTP/1.0 without Host = %d %q, want the upstream's 200", resp.StatusCode, body)
 	}
+	// nginx serves a target with a fragment as the part before it, and
+	// asks with its $request_uri, fragment and all: decided, not a 500.
+	resp, body = rawHead(t, "127.0.0.4", addr, "GET /api/v1/score-sets/?page=1#/../x HTTP/1.0\r\n\r\n")
+	if resp.StatusCode != 200 || body != `{"ok":true}` {
+		t.Errorf("a target with a fragment = %d %q, want the upstream's 200", resp.StatusCode, body)
+	}
 	if errs, _ := os.ReadFile(filepath.Join(prefix, "error.log")); strings.Contains(string(errs), "[error]") {
 		t.Errorf("nginx logged errors:\n%s", errs)
 	}

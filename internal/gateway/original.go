@@ -114,13 +114,19 @@ func single(h http.Header, name string, required bool) (string, error) {
 }
 
 // parseOriginalURI parses an origin-form request target (RFC 9112
-// section 3.2.1): an absolute path and an optional query. It refuses
-// control characters, spaces, fragments, targets longer than
+// section 3.2.1): an absolute path and an optional query. A fragment is
+// cut off, as the proxy asking did itself: nginx serves "/a?x=1#b" as
+// path /a and query x=1, and passes $request_uri with the "#b" still on
+// it, so refusing it would turn a client's stray '#' into the proxy's
+// 500. It refuses control characters, spaces, targets longer than
 // maxOriginalURI and anything but a path at the start (a scheme or an
 // authority). Repeated leading slashes are one: a path is cleaned before
 // routes and rules see it anyway, and "//host/…" must not read as an
 // authority.
 func parseOriginalURI(uri string) (*url.URL, error) {
+	if i := strings.IndexByte(uri, '#'); i >= 0 {
+		uri = uri[:i]
+	}
 	if uri == "" || uri[0] != '/' {
 		return nil, originalError("the original URI is not a path (origin-form: /path?query)")
 	}
@@ -128,8 +134,8 @@ func parseOriginalURI(uri string) (*url.URL, error) {
 		return nil, originalError("the original URI is longer than 8 KiB")
 	}
 	for i := 0; i < len(uri); i++ {
-		if c := uri[i]; c <= ' ' || c == 0x7f || c == '#' {
-			return nil, originalError("the original URI holds a control character, a space or a fragment")
+		if c := uri[i]; c <= ' ' || c == 0x7f {
+			return nil, originalError("the original URI holds a control character or a space")
 		}
 	}
 	if len(uri) > 1 && uri[1] == '/' {
