@@ -224,6 +224,10 @@ func newReverseProxy(u *url.URL, o Options, d *net.Dialer) *httputil.ReverseProx
 		IdleConnTimeout:       o.IdleTimeout,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+		// Accept-Encoding as the client sent it, and the answer's
+		// bytes as the upstream sent them: the transport would otherwise
+		// ask for gzip and decompress the answer itself.
+		DisableCompression: true,
 		// Go's transport cannot keep a connection to one client's
 		// requests: with ReusePerClient, as with ReuseNone, its
 		// connections are used once (it serves only upgrades, Expect and
@@ -240,9 +244,9 @@ func newReverseProxy(u *url.URL, o Options, d *net.Dialer) *httputil.ReverseProx
 
 // Rewrite returns the httputil.ReverseProxy rewrite that does what a
 // Forwarder does to a request: the target's scheme, host and base path,
-// the Host of the target, and X-Forwarded-For/-Host/-Proto set from the
+// the Host of the target, X-Forwarded-For/-Host/-Proto set from the
 // inbound request, whose X-Forwarded-For the caller has already reduced
-// to what trusted proxies added.
+// to what trusted proxies added, and no trailers.
 func Rewrite(u *url.URL) func(*httputil.ProxyRequest) {
 	return func(pr *httputil.ProxyRequest) {
 		pr.Out.URL.Scheme = u.Scheme
@@ -257,6 +261,11 @@ func Rewrite(u *url.URL) func(*httputil.ProxyRequest) {
 		pr.Out.Header["X-Forwarded-For"] = pr.In.Header["X-Forwarded-For"]
 		pr.SetXForwarded()
 		pr.Out.Header["X-Forwarded-Proto"] = []string{forwardedProto(pr.In)}
+		// Request trailers are not forwarded, as nginx does not forward
+		// them: a field removed from the head (Authorization, the
+		// session cookie) must not reach the upstream after the body,
+		// and no trailer is announced that is not sent.
+		pr.Out.Trailer = nil
 	}
 }
 

@@ -229,6 +229,7 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+		DisableCompression:    true, // Accept-Encoding and the answer's bytes as sent
 		ForceAttemptHTTP2:     u.Scheme == "https",
 		DisableKeepAlives:     o.Reuse != forward.ReuseShared,
 	}
