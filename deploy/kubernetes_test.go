@@ -383,10 +383,11 @@ func TestKubernetes(t *testing.T) {
 	if q, ok := c.Resources.Limits[corev1.ResourceMemory]; !ok || q.Cmp(c.Resources.Requests[corev1.ResourceMemory]) < 0 {
 		t.Errorf("memory limit %v: want one, at least the request", q.String())
 	}
-	// Go's runtime sees neither: GOMEMLIMIT lets the collector work harder
-	// as the heap nears the memory limit, where without it the kernel
-	// kills the pod first; GOMAXPROCS is otherwise every core of the node
-	// (Go follows a CPU limit, and there is none).
+	// GOMAXPROCS is otherwise every core of the node (Go follows a CPU
+	// limit, and there is none). GOMEMLIMIT must be left unset: floodgate
+	// sets Go's soft limit to 90% of the container's memory limit itself,
+	// and the whole limit from the pod's resources would leave the
+	// stacks and the runtime's own memory no room under it.
 	fromResource := func(name, field string) {
 		t.Helper()
 		i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == name })
@@ -402,11 +403,11 @@ func TestKubernetes(t *testing.T) {
 		}
 		// A bare number: bytes for GOMEMLIMIT, cores for GOMAXPROCS.
 		if d := e.ValueFrom.ResourceFieldRef.Divisor; !d.IsZero() && d.Cmp(resource1) != 0 {
-			t.Errorf("env %s: divisor %s, want 1 (or none): the runtime reads a bare number as %s", name, d.String(), map[string]string{"GOMEMLIMIT": "bytes", "GOMAXPROCS": "cores"}[name])
+			t.Errorf("env %s: divisor %s, want 1 (or none): the runtime reads a bare number as %s", name, d.String(), map[string]string{"GOMAXPROCS": "cores"}[name])
 		}
 	}
-	if _, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-		fromResource("GOMEMLIMIT", "limits.memory")
+	if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" }) {
+		t.Error("env GOMEMLIMIT is set: floodgate takes 90% of the container's memory limit unless it is")
 	}
 	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; !ok {
 		fromResource("GOMAXPROCS", "requests.cpu")

@@ -149,6 +149,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		return err
 	}
 	defer stopGC()
+	defer applyMemoryLimit(env, logger, cgroupMemoryLimit)()
 	var draining atomic.Bool
 
 	ctx, cancel := context.WithCancelCause(ctx)
