@@ -370,11 +370,29 @@ func (f *Forwarder) dial(ctx context.Context) (*conn, error) {
 	nc, err := f.dialer.DialContext(ctx, "tcp", f.addr)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("forward: dial %s: %w", f.addr, cerr)
+			return nil, dialError{fmt.Errorf("forward: dial %s: %w", f.addr, cerr)}
 		}
-		return nil, fmt.Errorf("forward: dial: %w", err)
+		return nil, dialError{fmt.Errorf("forward: dial: %w", err)}
 	}
 	return newConn(nc), nil
+}
+
+// dialError is a failure to connect to the upstream: nothing of the
+// request was sent.
+type dialError struct{ err error }
+
+func (e dialError) Error() string { return e.err.Error() }
+func (e dialError) Unwrap() error { return e.err }
+
+// IsDial reports whether err is a failure to connect to the upstream
+// (refused, timed out, or given up while connecting): the upstream never
+// saw the request.
+func IsDial(err error) bool {
+	if errors.As(err, new(dialError)) {
+		return true
+	}
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 func joinPath(base, p string) string {

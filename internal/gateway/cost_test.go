@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -449,4 +450,56 @@ rules:
 			t.Errorf("%s: RateLimit %q, want floodgate's then the upstream's", path, rl)
 		}
 	}
+}
+
+// TestUpstreamSecondsChargedWithoutAnswer: the upstream's time is charged
+// when it never answered, since it was working all the same: a request
+// that timed out (504) and one whose client hung up before the answer
+// each cost the time the upstream held them. A client cannot escape its
+// budget by giving up just before the answer comes.
+func TestUpstreamSecondsChargedWithoutAnswer(t *testing.T) {
+	var c *costHarness
+	working := make(chan struct{}, 1)
+	c = newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM", timeouts: {response_header: 200ms}}}
+rules:
+  - {name: budget, cost: upstream_seconds, limits: [900/1h]}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.clock.Add(95 * time.Second) // a CSV build that never finishes
+		working <- struct{}{}
+		<-r.Context().Done()
+	}))
+	const series = `floodgate_rule_cost_total{cost="upstream_seconds",rule="budget"}`
+	waitCharged := func(want float64) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); c.metric(series) < want && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := c.metric(series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+
+	resp, _ := c.do("GET", "/scores", "203.0.113.1")
+	<-working
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("hung upstream: %d, want 504", resp.StatusCode)
+	}
+	waitCharged(95)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", c.gw.URL+"/scores", nil)
+	req.Header.Set("X-Forwarded-For", "203.0.113.2")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := c.client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-working
+	cancel() // the client hangs up while the upstream works
+	<-done
+	waitCharged(190)
 }

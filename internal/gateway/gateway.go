@@ -165,6 +165,7 @@ func (g *Gateway) finish(st *state) {
 	g.gw.engine.Finish(context.Background(), &st.req, rules.Response{
 		Status: sw.statusOr200(), Header: sw.ResponseWriter.Header(), Upstream: st.upstream, Bytes: sw.bytes,
 		Forwarded: st.forwarded && sw.code != 0 && !sw.own,
+		Sent:      st.forwarded && (sw.code != 0 && !sw.own || sw.sent),
 	})
 }
 
@@ -717,7 +718,7 @@ func (g *Gateway) release(st *state) {
 func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err error, upstream string) {
 	retry, kind := defaultCapacityRetry, respond.GatewayTimeout
 	if sw, ok := w.(*statusWriter); ok {
-		sw.own = true
+		sw.own, sw.sent = true, proxy.Sent(err)
 		if sw.route != nil {
 			retry = sw.route.retryAfter
 			if sw.route.timeoutStatus == http.StatusServiceUnavailable {
@@ -848,6 +849,9 @@ type statusWriter struct {
 	setCookie string
 	code      int
 	own       bool // floodgate answered (upstream failure)
+	// sent: the upstream failed after the request reached it (a
+	// timeout, a reset, the client leaving), so it spent time on it.
+	sent bool
 	// keepHeader: the rules read the response's header after it, so the
 	// upstream's fields go through Header() (see WriteHeaderLines).
 	keepHeader bool

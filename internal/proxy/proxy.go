@@ -322,6 +322,18 @@ func Classify(err error) Class {
 	return Unreachable
 }
 
+// Sent reports whether a request that failed with err reached the
+// upstream, which may then have spent time on it: not when connecting to
+// it failed (refused, timed out, given up), nor when it could not be
+// reached at all (DNS, TLS, no credentials).
+func Sent(err error) bool {
+	switch Classify(err) {
+	case Refused, Unreachable:
+		return false
+	}
+	return !forward.IsDial(err)
+}
+
 // badResponse reports whether err is net/http's Transport's word for a
 // response it could not parse. Those errors are of unexported types (or
 // none), so their text is what says so; TestClassifyReverseProxy holds

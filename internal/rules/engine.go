@@ -329,6 +329,10 @@ type Response struct {
 	Bytes int64
 	// Forwarded reports that the upstream answered.
 	Forwarded bool
+	// Sent reports that the request reached the upstream, answered or
+	// not (it timed out, failed, or the client left first): the
+	// upstream's time is charged to upstream_seconds all the same.
+	Sent bool
 }
 
 // Finish ends a request evaluated by Evaluate: it releases the
@@ -346,10 +350,13 @@ func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
 	req.held = req.held[:0]
 	for _, c := range req.deferred {
 		r := c.rule
-		if !resp.Forwarded && (r.Cost != config.CostRequests || r.countWhen != nil) {
-			// Nothing was spent upstream, and the response is floodgate's
-			// own (a later rule's refusal, an upstream failure): a
-			// count_when on it would count what the upstream never saw.
+		if !resp.Forwarded && (r.Cost != config.CostRequests || r.countWhen != nil) &&
+			!(resp.Sent && r.Cost == config.CostUpstreamSeconds && r.countWhen == nil) {
+			// The response is floodgate's own (a later rule's refusal, an
+			// upstream failure): a count_when on it would count what the
+			// upstream never saw, and it has no header or body to cost.
+			// Only the upstream's time is charged, when the request
+			// reached it: it worked on it, answer or not.
 			continue
 		}
 		if r.countWhen != nil {
