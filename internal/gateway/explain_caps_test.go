@@ -143,3 +143,37 @@ rules:
 		t.Errorf("explain's text does not say banned:\n%s", text.String())
 	}
 }
+
+// TestExplainBudgetUnderOneUnit: an upstream_seconds budget with less
+// than a second left, but some left, still admits a request (it is
+// counted in milliseconds); explain says so too, as the request then
+// gets: allowed, with 0 whole seconds remaining.
+func TestExplainBudgetUnderOneUnit(t *testing.T) {
+	var h *costHarness
+	h = newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: budget, cost: upstream_seconds, limits: [10/1h]}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.clock.Add(9500 * time.Millisecond)
+	}))
+	const ip = "203.0.113.1"
+	if resp, _ := h.do("GET", "/build", ip); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first build: %d, want 200", resp.StatusCode)
+	}
+	r := httptest.NewRequest("GET", "/build", nil)
+	r.RemoteAddr = "127.0.0.1:1"
+	r.Header.Set("X-Forwarded-For", ip)
+	ex := h.srv.Current().Explain(t.Context(), r)
+	if len(ex.Rules) != 1 {
+		t.Fatalf("explain: %+v, want one rule", ex)
+	}
+	got := ex.Rules[0]
+	if got.Decision != "allowed" || got.Remaining == nil || *got.Remaining != 0 || got.RetryAfter != nil {
+		t.Errorf("explain with 0.5 s of budget left: decision %q remaining %v retry_after_s %v, want allowed, 0, none; verdict %q",
+			got.Decision, got.Remaining, got.RetryAfter, ex.Verdict)
+	}
+	if resp, _ := h.do("GET", "/build", ip); resp.StatusCode != http.StatusOK {
+		t.Errorf("second build with 0.5 s of budget left: %d, want 200", resp.StatusCode)
+	}
+}

@@ -109,7 +109,10 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 			st.Err = err
 			continue
 		}
-		if d.Remaining < 1 {
+		// Decided in store units, as decide does: a budget counted in
+		// milliseconds with less than a second left still admits.
+		admits := d.Remaining >= 1
+		if !admits {
 			// What the refusal would say: a Take of one event, which the
 			// counter refuses and so does not record (as Evaluate's own
 			// look before counting after the response does).
@@ -120,7 +123,7 @@ func (e *Engine) Explain(ctx context.Context, req *Request) []Step {
 		d.Remaining /= r.scale
 		st.State = d
 		switch {
-		case d.Remaining >= 1:
+		case admits:
 			st.Outcome = Allowed
 		case r.Action == Count || logOnly:
 			st.Outcome = WouldBlock
