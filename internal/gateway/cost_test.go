@@ -503,3 +503,29 @@ rules:
 	<-done
 	waitCharged(190)
 }
+
+// TestHeaderCostTooLarge: a cost header larger than the budget, however
+// large, fills the budget: the next request is refused. It never counts
+// as nothing.
+func TestHeaderCostTooLarge(t *testing.T) {
+	for _, cost := range []string{"1e16", "1e300", "1e400", "99999999999999999999"} {
+		t.Run(cost, func(t *testing.T) {
+			c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: units, cost: "header:X-Cost", limits: [100/1h]}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Cost", cost)
+			}))
+			if resp, _ := c.do("GET", "/q", "203.0.113.1"); resp.StatusCode != http.StatusOK {
+				t.Fatalf("first request: %d, want 200", resp.StatusCode)
+			}
+			if resp, _ := c.do("GET", "/q", "203.0.113.1"); resp.StatusCode != http.StatusTooManyRequests {
+				t.Errorf("after a response costing %s of a budget of 100: %d, want 429", cost, resp.StatusCode)
+			}
+			if got := c.metric(`floodgate_rule_cost_total{cost="header",rule="units"}`); got != 100 {
+				t.Errorf("floodgate_rule_cost_total = %v, want 100 (the budget)", got)
+			}
+		})
+	}
+}

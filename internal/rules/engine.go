@@ -404,10 +404,19 @@ func (r *Rule) cost(resp *Response) (int64, float64) {
 		return resp.Bytes, float64(resp.Bytes)
 	case config.CostHeader:
 		v, err := strconv.ParseFloat(strings.TrimSpace(resp.Header.Get(r.CostHeader)), 64)
-		if err != nil || v <= 0 || math.IsInf(v, 0) || math.IsNaN(v) || v > 1e15 {
-			return 0, 0
+		if err != nil && !errors.Is(err, strconv.ErrRange) || !(v > 0) {
+			return 0, 0 // absent, not a number, not positive (NaN too)
 		}
-		n := int64(math.Ceil(v))
+		// A cost beyond the largest limit (or too large to be read:
+		// 1e400, +Inf) fills every limit: never more, never nothing.
+		var most int64
+		for _, l := range r.storeLims {
+			most = max(most, l.Count)
+		}
+		n := most
+		if v < float64(most) {
+			n = int64(math.Ceil(v))
+		}
 		return n, float64(n)
 	}
 	return 1, 1
