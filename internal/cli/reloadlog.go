@@ -14,7 +14,8 @@ type ruleChanges struct {
 
 // diffRules compares the rules of the running configuration (old) with
 // those of the one being applied (next): rules added, removed, and those
-// whose limits, condition, key, action or algorithm changed.
+// whose limits, condition, key, action, algorithm, cost, count_when or
+// concurrency caps changed.
 func diffRules(old, next *config.Config) ruleChanges {
 	// Empty lists, not nil ones: the log's JSON says [] rather than null.
 	c := ruleChanges{added: []string{}, removed: []string{}, changed: []string{}}
@@ -31,7 +32,9 @@ func diffRules(old, next *config.Config) ruleChanges {
 		case !ok:
 			c.added = append(c.added, r.Name)
 		case !slices.Equal(o.Limits, r.Limits) || o.LimitsFrom != r.LimitsFrom || o.When != r.When ||
-			!slices.Equal(o.Key, r.Key) || o.Action != r.Action || o.Algorithm != r.Algorithm:
+			!slices.Equal(o.Key, r.Key) || o.Action != r.Action || o.Algorithm != r.Algorithm ||
+			o.Cost != r.Cost || o.CountWhen != r.CountWhen ||
+			o.MaxInflight != r.MaxInflight || o.MaxInflightPerKey != r.MaxInflightPerKey:
 			c.changed = append(c.changed, r.Name)
 		}
 	}

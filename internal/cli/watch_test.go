@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +139,23 @@ func TestDiffRules(t *testing.T) {
 	}
 	if got := diffRules(&old, &old); len(got.added)+len(got.removed)+len(got.changed) != 0 {
 		t.Errorf("diffRules(same) = %+v, want nothing", got)
+	}
+	// What a request costs, when it is counted and the concurrency caps
+	// are a rule's own as much as its limits.
+	for _, tc := range []struct {
+		name   string
+		change func(*config.Rule)
+	}{
+		{"cost", func(r *config.Rule) { r.Cost = "upstream_seconds" }},
+		{"count_when", func(r *config.Rule) { r.CountWhen = "response.status == 401" }},
+		{"max_inflight", func(r *config.Rule) { r.MaxInflight = 4 }},
+		{"max_inflight_per_key", func(r *config.Rule) { r.MaxInflightPerKey = 1 }},
+	} {
+		next := config.Config{Rules: []config.Rule{rule("a", "1/s")}}
+		tc.change(&next.Rules[0])
+		if got := diffRules(&config.Config{Rules: []config.Rule{rule("a", "1/s")}}, &next); !slices.Equal(got.changed, []string{"a"}) {
+			t.Errorf("diffRules with another %s: changed %q, want [a]", tc.name, got.changed)
+		}
 	}
 }
 
