@@ -130,8 +130,42 @@ func (r *Resolver) Resolve(remoteAddr string, h http.Header) netip.Addr {
 
 // ResolvePeer is Resolve for a peer address already parsed with Peer.
 func (r *Resolver) ResolvePeer(peer netip.Addr, h http.Header) netip.Addr {
+	a, _ := r.ResolveSource(peer, h)
+	return a
+}
+
+// A Source says how ResolveSource found a client address, so that a
+// caller can report the results that most often mean a misconfiguration:
+// every request they concern shares one key.
+type Source uint8
+
+const (
+	// SourcePeer: the peer is the client, as nothing is trusted or the
+	// peer is outside every trusted prefix.
+	SourcePeer Source = iota
+	// SourceHeader: the client is a header entry, outside every trusted
+	// prefix (or the TrustedHops-th).
+	SourceHeader
+	// SourceNoClient: a trusted peer's header named no address but
+	// trusted proxies': it was missing or empty, held only addresses
+	// inside trusted prefixes, or ended in a malformed entry before one
+	// outside them; with TrustedHops, it had fewer entries than hops.
+	// The client is then a proxy's address (the peer, or an entry the
+	// walk stopped at) or the leftmost entry.
+	SourceNoClient
+	// SourcePrivateRelay: the client is a private, loopback or
+	// link-local address taken from the header, and a well-formed entry
+	// lies to its left: that address forwarded someone else's request,
+	// so it is most likely a proxy missing from TrustedProxies (or one
+	// more hop than TrustedHops), and every client behind it shares its
+	// key.
+	SourcePrivateRelay
+)
+
+// ResolveSource is ResolvePeer, and says how the address was found.
+func (r *Resolver) ResolveSource(peer netip.Addr, h http.Header) (netip.Addr, Source) {
 	if r.hops <= 0 && (!r.trustProxies || !r.isTrusted(peer)) {
-		return peer
+		return peer, SourcePeer
 	}
 	w := walker{budget: MaxHeaderBytes, forwarded: r.forwarded}
 	if r.forwarded {
@@ -143,17 +177,29 @@ func (r *Resolver) ResolvePeer(peer netip.Addr, h http.Header) netip.Addr {
 	for n := 1; ; n++ {
 		a, ok := w.next()
 		if !ok {
-			return client
+			return client, SourceNoClient
 		}
 		client = a
 		if r.hops > 0 {
 			if n == r.hops {
-				return client
+				return client, w.source(client)
 			}
 		} else if !r.isTrusted(a) {
-			return client
+			return client, w.source(client)
 		}
 	}
+}
+
+// source returns the Source of the client address a, just taken from the
+// header: SourcePrivateRelay if a is a private, loopback or link-local
+// address with a well-formed entry to its left, else SourceHeader.
+func (w *walker) source(a netip.Addr) Source {
+	if a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() {
+		if _, ok := w.next(); ok {
+			return SourcePrivateRelay
+		}
+	}
+	return SourceHeader
 }
 
 // ResolveRequest is Resolve(req.RemoteAddr, req.Header).

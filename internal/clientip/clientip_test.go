@@ -248,6 +248,44 @@ func TestResolve(t *testing.T) {
 	}
 }
 
+// TestResolveSource: the results that usually mean a misconfiguration,
+// where every request concerned shares one key, are told apart from a
+// client found as intended.
+func TestResolveSource(t *testing.T) {
+	for _, c := range []struct {
+		resolveCase
+		source Source
+	}{
+		{resolveCase{name: "no trust", remote: "198.51.100.7:5555", xff: []string{"1.2.3.4"}, want: "198.51.100.7"}, SourcePeer},
+		{resolveCase{name: "untrusted peer", trusted: proxies, remote: "203.0.113.9:1", xff: []string{"1.2.3.4"}, want: "203.0.113.9"}, SourcePeer},
+		{resolveCase{name: "untrusted private peer", trusted: []string{"192.0.2.10"}, remote: "10.9.0.1:1", xff: []string{"1.2.3.4"}, want: "10.9.0.1"}, SourcePeer},
+		{resolveCase{name: "client", trusted: proxies, remote: peer, xff: []string{"6.6.6.6, 198.51.100.7, 10.1.1.1"}, want: "198.51.100.7"}, SourceHeader},
+		{resolveCase{name: "private client, nothing left of it", trusted: proxies, remote: peer, xff: []string{"172.16.0.9"}, want: "172.16.0.9"}, SourceHeader},
+		{resolveCase{name: "private client, garbage left of it", trusted: proxies, remote: peer, xff: []string{"unknown, 172.16.0.9"}, want: "172.16.0.9"}, SourceHeader},
+		{resolveCase{name: "no header", trusted: proxies, remote: peer, want: "10.0.0.2"}, SourceNoClient},
+		{resolveCase{name: "empty header", trusted: proxies, remote: peer, xff: []string{" , "}, want: "10.0.0.2"}, SourceNoClient},
+		{resolveCase{name: "only trusted entries", trusted: proxies, remote: peer, xff: []string{"10.9.9.9, 10.1.1.1"}, want: "10.9.9.9"}, SourceNoClient},
+		{resolveCase{name: "malformed rightmost", trusted: proxies, remote: peer, xff: []string{"198.51.100.7, unknown"}, want: "10.0.0.2"}, SourceNoClient},
+		{resolveCase{name: "malformed after trusted", trusted: proxies, remote: peer, xff: []string{"198.51.100.7, unknown, 10.1.1.1"}, want: "10.1.1.1"}, SourceNoClient},
+		{resolveCase{name: "untrusted load balancer in front", trusted: proxies, remote: peer, xff: []string{"198.51.100.7, 172.16.0.9"}, want: "172.16.0.9"}, SourcePrivateRelay},
+		{resolveCase{name: "untrusted ipv6 load balancer in front", trusted: proxies, remote: peer, xff: []string{"2001:db8:1::7, fd00::9"}, want: "fd00::9"}, SourcePrivateRelay},
+		{resolveCase{name: "untrusted loopback proxy", trusted: proxies, remote: peer, xff: []string{"198.51.100.7, 127.0.0.1"}, want: "127.0.0.1"}, SourcePrivateRelay},
+		{resolveCase{name: "forwarded, untrusted proxy", trusted: proxies, forwarded: true, remote: peer, fwd: []string{"for=198.51.100.7, for=192.168.1.1"}, want: "192.168.1.1"}, SourcePrivateRelay},
+		{resolveCase{name: "hops", hops: 1, remote: peer, xff: []string{"6.6.6.6, 198.51.100.7"}, want: "198.51.100.7"}, SourceHeader},
+		{resolveCase{name: "hops, fewer entries", hops: 2, remote: peer, xff: []string{"198.51.100.7"}, want: "198.51.100.7"}, SourceNoClient},
+		{resolveCase{name: "hops, no header", hops: 1, remote: peer, want: "10.0.0.2"}, SourceNoClient},
+		{resolveCase{name: "hops, one short", hops: 1, remote: peer, xff: []string{"198.51.100.7, 10.1.1.1"}, want: "10.1.1.1"}, SourcePrivateRelay},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newResolver(t, c.resolveCase)
+			a, src := r.ResolveSource(Peer(c.remote), c.header())
+			if want := netip.MustParseAddr(c.want); a != want || src != c.source {
+				t.Errorf("ResolveSource(%q, %q) = %v, %d; want %v, %d", c.remote, c.header(), a, src, want, c.source)
+			}
+		})
+	}
+}
+
 func TestResolveRequest(t *testing.T) {
 	r, err := New(Options{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32")}})
 	if err != nil {
@@ -515,13 +553,14 @@ func TestResolveDoesNotAllocate(t *testing.T) {
 		{name: "host name", trusted: proxies, remote: peer, xff: []string{"deadbeef.example, 10.1.1.1"}},
 		{name: "forwarded obfuscated", trusted: proxies, forwarded: true, remote: peer, fwd: []string{`for="_gazonk", for=unknown;proto=https`}},
 		{name: "10k entries", trusted: proxies, remote: peer, xff: []string{strings.Repeat("10.1.1.1, ", 10000)}},
+		{name: "untrusted private proxy", trusted: proxies, remote: peer, xff: []string{"198.51.100.7, 172.16.0.9"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := newResolver(t, c)
 			h := c.header()
 			buf := make([]byte, 0, 64)
 			n := testing.AllocsPerRun(1000, func() {
-				a := r.Resolve(c.remote, h)
+				a, _ := r.ResolveSource(Peer(c.remote), h)
 				buf = r.AppendKey(buf[:0], a)
 			})
 			if n != 0 {

@@ -66,6 +66,25 @@
 // write a short header can pad it to n entries) and keeps clients apart
 // when n is set higher than the real number of proxies.
 //
+// # Results that share one key
+//
+// ResolveSource says how the address was found, so that a caller can
+// report the two results that most often mean a misconfiguration, as
+// every request concerned then shares one key:
+//
+//   - SourceNoClient: a trusted peer's header named no address outside
+//     the trusted prefixes (missing, empty, only trusted entries, or a
+//     malformed entry first), or, with TrustedHops, had fewer entries
+//     than hops: the client is a proxy's address or the leftmost entry.
+//     A proxy that does not set the header looks like this.
+//   - SourcePrivateRelay: the client is a private, loopback or link-local
+//     address from the header (net/netip's IsPrivate, IsLoopback,
+//     IsLinkLocalUnicast) with a well-formed entry to its left. An
+//     address that forwarded another's request is a proxy; a load
+//     balancer missing from TrustedProxies looks like this.
+//
+// Neither changes the address Resolve returns.
+//
 // # Malformed entries
 //
 // An X-Forwarded-For entry, after trimming spaces and tabs, must be an IP

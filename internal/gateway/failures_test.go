@@ -441,3 +441,54 @@ routes: [{name: search, path: /search, upstream: api}]
 		})
 	}
 }
+
+// TestClientAddressFallbackLogged: a trusted proxy whose forwarding
+// header names no client, or names a private address that forwarded
+// someone else's request (a proxy in front that is not trusted), puts
+// every client in one bucket; the log says so, one line per case per
+// interval with its count, without any address. A client found as
+// intended writes nothing.
+func TestClientAddressFallbackLogged(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	h := newFailureHarness(t, `
+client_ip: {trusted_proxies: [127.0.0.0/8]}
+upstreams: {api: {url: "`+up.URL+`"}}
+routes: [{name: api, path: /, upstream: api}]
+rules: [{name: per-ip, key: [ip], limits: [1000/1m]}]
+`)
+	if got := h.repeat(5, "GET", "/", "198.51.100.7"); !cmp.Equal(got, map[int]int{200: 5}) {
+		t.Fatalf("answers %v, want 5 × 200", got)
+	}
+	if _, all := h.lines(""); strings.Contains(all, "client address") {
+		t.Fatalf("a client found as intended is logged:\n%s", all)
+	}
+	h.repeat(3, "GET", "/", "")
+	h.repeat(4, "GET", "/", "198.51.100.7, 10.1.2.3")
+	h.clock.Advance(10 * time.Second)
+	h.repeat(1, "GET", "/", "")
+	h.repeat(1, "GET", "/", "198.51.100.8, 10.1.2.3")
+	noClient := "the forwarding header names no address outside the trusted proxies: the request is keyed by a proxy's address (the peer's, or the header's leftmost entry)"
+	relay := "the client address is a private one that forwarded another's request: a proxy in front is likely missing from client_ip.trusted_proxies, and every client behind it shares its key"
+	for _, tt := range []struct {
+		msg  string
+		want []map[string]any
+	}{
+		{noClient, []map[string]any{
+			{"level": "WARN", "msg": noClient, "header": "X-Forwarded-For", "listener": "gateway", "count": 1.0, "interval": "10s"},
+			{"level": "WARN", "msg": noClient, "header": "X-Forwarded-For", "listener": "gateway", "count": 3.0, "interval": "10s"},
+		}},
+		{relay, []map[string]any{
+			{"level": "WARN", "msg": relay, "header": "X-Forwarded-For", "listener": "gateway", "count": 1.0, "interval": "10s"},
+			{"level": "WARN", "msg": relay, "header": "X-Forwarded-For", "listener": "gateway", "count": 4.0, "interval": "10s"},
+		}},
+	} {
+		got, all := h.lines(tt.msg)
+		if diff := cmp.Diff(got, tt.want); diff != "" {
+			t.Errorf("%q lines (-got +want):\n%s\nlog:\n%s", tt.msg, diff, all)
+		}
+	}
+	if _, all := h.lines(""); strings.Contains(all, "10.1.2.3") || strings.Contains(all, "198.51.100") || strings.Contains(all, "127.0.0.1") {
+		t.Errorf("the log holds an address:\n%s", all)
+	}
+}

@@ -635,7 +635,10 @@ func (g *Gateway) admit(sw *statusWriter, r *http.Request, st *state, peer netip
 		r.URL.RawQuery = q
 	}
 
-	ip := g.resolver.ResolvePeer(peer, r.Header)
+	ip, src := g.resolver.ResolveSource(peer, r.Header)
+	if src >= clientip.SourceNoClient {
+		g.clientFallback(src, ln)
+	}
 	req = &st.req
 	req.HTTP = r
 	req.Path = p
@@ -645,6 +648,23 @@ func (g *Gateway) admit(sw *statusWriter, r *http.Request, st *state, peer netip
 	req.Internal = internal
 	g.identify(r, req, rs, true)
 	return req, route, rm, rs, true
+}
+
+// clientFallback logs a client address found as src says, one line per
+// kind and listener per interval: what usually means a proxy or trust
+// list misconfigured, every request concerned sharing one key. No line
+// names an address.
+func (g *Gateway) clientFallback(src clientip.Source, ln *lane) {
+	listener := telemetry.ListenerGateway
+	if ln != &g.gw {
+		listener = telemetry.ListenerDecide
+	}
+	msg := "the forwarding header names no address outside the trusted proxies: the request is keyed by a proxy's address (the peer's, or the header's leftmost entry)"
+	if src == clientip.SourcePrivateRelay {
+		msg = "the client address is a private one that forwarded another's request: a proxy in front is likely missing from client_ip.trusted_proxies, and every client behind it shares its key"
+	}
+	g.failures.Limiter().Log("client address\x1f"+strconv.Itoa(int(src))+"\x1f"+listener, slog.LevelWarn, msg,
+		slog.String("header", g.resolver.HeaderName()), slog.String("listener", listener))
 }
 
 // refusal is the answer to a request the verdict v refused.
