@@ -455,6 +455,48 @@ func TestDecideBehindRealCaddy(t *testing.T) {
 	}
 }
 
+// TestDecideCaddyFloodgateUnresponsive runs docs/decide.md's Caddyfile
+// asking an address where nothing listens, and one that accepts
+// connections and never answers: Caddy answers 502 and 504, and the
+// upstream is asked neither time. Without a response header timeout,
+// Caddy would wait for the second without end.
+func TestDecideCaddyFloodgateUnresponsive(t *testing.T) {
+	bin := caddyBinary()
+	if bin == "" {
+		t.Skip("no Caddy " + caddyVersion + " (see TestDecideBehindRealCaddy)")
+	}
+	up := newUpstream(t)
+	silent := testnet.Serve(t, func(c net.Conn) { io.Copy(io.Discard, c) }) // reads, never answers
+	for _, tt := range []struct {
+		name, decide string
+		wantStatus   int
+	}{
+		{"unreachable", testnet.FreeAddr(t), 502},
+		{"no answer", silent, 504},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			addr := testnet.FreeAddr(t)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "Caddyfile")
+			conf := docSnippet(t, "caddyfile", addr, up.Listener.Addr().String(), tt.decide)
+			if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"HOME=" + dir, "XDG_DATA_HOME=" + dir, "XDG_CONFIG_HOME=" + dir}
+			startProcess(t, addr, &testnet.Buffer{}, env, bin, "run", "--config", path, "--adapter", "caddyfile")
+			c := clientFrom(t, "127.0.0.5")
+			c.Timeout = time.Minute // a bound on the test, not an assertion
+			resp, _ := proxyGet(t, c, addr, "/api/v1/score-sets/")
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("floodgate %s: %d, want %d", tt.name, resp.StatusCode, tt.wantStatus)
+			}
+			if got := up.count("127.0.0.5"); got != 0 {
+				t.Errorf("the upstream saw %d requests, want none", got)
+			}
+		})
+	}
+}
+
 // replay sends raw, as one HTTP/1.1 request from the trusted proxy's
 // address, to the decision listener and returns the answer and its body.
 func (h *decideHarness) replay(raw string) (*http.Response, string) {
