@@ -141,7 +141,8 @@ type Source uint8
 
 const (
 	// SourcePeer: the peer is the client, as nothing is trusted or the
-	// peer is outside every trusted prefix.
+	// peer is outside every trusted prefix (and is not a private proxy,
+	// SourcePrivateRelay).
 	SourcePeer Source = iota
 	// SourceHeader: the client is a header entry, outside every trusted
 	// prefix (or the TrustedHops-th).
@@ -154,25 +155,26 @@ const (
 	// walk stopped at) or the leftmost entry.
 	SourceNoClient
 	// SourcePrivateRelay: the client is a private, loopback or
-	// link-local address taken from the header, and a well-formed entry
-	// lies to its left: that address forwarded someone else's request,
-	// so it is most likely a proxy missing from TrustedProxies (or one
-	// more hop than TrustedHops), and every client behind it shares its
-	// key.
+	// link-local address that forwarded someone else's request: taken
+	// from the header with a well-formed entry to its left, or an
+	// untrusted peer whose header has a well-formed entry (which is
+	// ignored). It is most likely a proxy missing from TrustedProxies
+	// (or one more hop than TrustedHops), and every client behind it
+	// shares its key.
 	SourcePrivateRelay
 )
 
 // ResolveSource is ResolvePeer, and says how the address was found.
 func (r *Resolver) ResolveSource(peer netip.Addr, h http.Header) (netip.Addr, Source) {
 	if r.hops <= 0 && (!r.trustProxies || !r.isTrusted(peer)) {
+		if isLocal(peer) {
+			if w := r.walker(h); w.source(peer) == SourcePrivateRelay {
+				return peer, SourcePrivateRelay
+			}
+		}
 		return peer, SourcePeer
 	}
-	w := walker{budget: MaxHeaderBytes, forwarded: r.forwarded}
-	if r.forwarded {
-		w.lines = h[Forwarded]
-	} else {
-		w.lines = h[XForwardedFor]
-	}
+	w := r.walker(h)
 	client := peer
 	for n := 1; ; n++ {
 		a, ok := w.next()
@@ -190,16 +192,34 @@ func (r *Resolver) ResolveSource(peer netip.Addr, h http.Header) (netip.Addr, So
 	}
 }
 
-// source returns the Source of the client address a, just taken from the
-// header: SourcePrivateRelay if a is a private, loopback or link-local
-// address with a well-formed entry to its left, else SourceHeader.
+// walker returns a walker over the forwarding header r reads in h.
+func (r *Resolver) walker(h http.Header) walker {
+	w := walker{budget: MaxHeaderBytes, forwarded: r.forwarded}
+	if r.forwarded {
+		w.lines = h[Forwarded]
+	} else {
+		w.lines = h[XForwardedFor]
+	}
+	return w
+}
+
+// source returns the Source of the client address a, the peer or an
+// entry just taken from the header: SourcePrivateRelay if a is a private,
+// loopback or link-local address and the header's next entry is
+// well-formed, else SourceHeader.
 func (w *walker) source(a netip.Addr) Source {
-	if a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() {
+	if isLocal(a) {
 		if _, ok := w.next(); ok {
 			return SourcePrivateRelay
 		}
 	}
 	return SourceHeader
+}
+
+// isLocal reports whether a is a private, loopback or link-local address:
+// one no client on the internet connects from.
+func isLocal(a netip.Addr) bool {
+	return a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast()
 }
 
 // ResolveRequest is Resolve(req.RemoteAddr, req.Header).

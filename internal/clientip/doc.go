@@ -78,10 +78,12 @@
 //     than hops: the client is a proxy's address or the leftmost entry.
 //     A proxy that does not set the header looks like this.
 //   - SourcePrivateRelay: the client is a private, loopback or link-local
-//     address from the header (net/netip's IsPrivate, IsLoopback,
-//     IsLinkLocalUnicast) with a well-formed entry to its left. An
-//     address that forwarded another's request is a proxy; a load
-//     balancer missing from TrustedProxies looks like this.
+//     address (net/netip's IsPrivate, IsLoopback, IsLinkLocalUnicast)
+//     that forwarded another's request: a header entry with a well-formed
+//     entry to its left, or an untrusted peer whose header (ignored) has
+//     a well-formed entry. An address that forwarded another's request is
+//     a proxy; a load balancer missing from TrustedProxies, or any load
+//     balancer when nothing is trusted, looks like this.
 //
 // Neither changes the address Resolve returns.
 //

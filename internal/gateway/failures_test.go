@@ -492,3 +492,30 @@ rules: [{name: per-ip, key: [ip], limits: [1000/1m]}]
 		t.Errorf("the log holds an address:\n%s", all)
 	}
 }
+
+// TestUntrustedProxyLogged: with no trusted proxies (the default), a
+// load balancer on a private address is the client of every request it
+// forwards; its forwarding header, ignored, says it is a proxy, and the
+// log says so. A private peer that forwards nothing writes no line.
+func TestUntrustedProxyLogged(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(up.Close)
+	h := newFailureHarness(t, `
+upstreams: {api: {url: "`+up.URL+`"}}
+routes: [{name: api, path: /, upstream: api}]
+rules: [{name: per-ip, key: [ip], limits: [1000/1m]}]
+`)
+	h.repeat(2, "GET", "/", "")
+	if _, all := h.lines(""); strings.Contains(all, "client address") {
+		t.Fatalf("a private peer that forwards nothing is logged:\n%s", all)
+	}
+	if got := h.repeat(3, "GET", "/", "198.51.100.7"); !cmp.Equal(got, map[int]int{200: 3}) {
+		t.Fatalf("answers %v, want 3 × 200", got)
+	}
+	relay := "the client address is a private one that forwarded another's request: a proxy in front is likely missing from client_ip.trusted_proxies, and every client behind it shares its key"
+	want := []map[string]any{{"level": "WARN", "msg": relay, "header": "X-Forwarded-For", "listener": "gateway", "count": 1.0, "interval": "10s"}}
+	got, all := h.lines(relay)
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("lines (-got +want):\n%s\nlog:\n%s", diff, all)
+	}
+}
