@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
@@ -80,6 +81,11 @@ func TestHundredReloadsUnderTraffic(t *testing.T) {
 	}
 	applied, rejected := 0, 0
 	for i := range 100 {
+		// Each reload comes after another request was answered, so that
+		// the reloads are under traffic however slow the machine.
+		for last := sent.Load(); sent.Load() == last; {
+			time.Sleep(100 * time.Microsecond)
+		}
 		yaml := reloadYAML(up.URL, fmt.Sprintf("%d/1m", 1000000+i))
 		if i%10 == 9 {
 			yaml = strings.Replace(yaml, "limits: [", "limits: [bogus ", 1) // invalid
