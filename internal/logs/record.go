@@ -91,7 +91,7 @@ type Record struct {
 	// KindDecision record.
 	Rule, Decision []byte
 	// BlockedBy is the rule that answered the request itself (floodgate's
-	// access log), or empty.
+	// access log; a WAF log's rate-based rule), or empty.
 	BlockedBy []byte
 	// WouldBlock are the rules that would have refused the request
 	// without answering it: count rules over their limit, and every rule

@@ -41,7 +41,10 @@
 // Rules with count_when or a cost are charged after each request with the
 // log's status, response size and duration (ALB's target processing time,
 // floodgate's duration_ms; none in common and combined logs, so
-// upstream_seconds costs nothing there). Concurrency caps never refuse in
+// upstream_seconds costs nothing there). A request the log records as
+// refused (floodgate's blocked_by, a WAF's rate-based block) got an answer
+// that was not the upstream's, and is charged nothing, as the gateway
+// charges nothing for its own answers. Concurrency caps never refuse in
 // a replay: a log does not say which requests overlapped, so each request
 // is finished before the next starts.
 //
@@ -259,8 +262,10 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	req.ClientIP, req.ClientPrefix = ck.addr, ck.prefix
 	v := r.engine.Evaluate(ctx, req)
 	// The response, for count_when and cost rules: the log's, unless the
-	// replayed rules refused the request (enforce mode).
-	resp := rules.Response{Status: rec.Status, Bytes: max(rec.Bytes, 0), Upstream: rec.Duration, Forwarded: v.Rule == nil}
+	// replayed rules refused the request (enforce mode) or the log says it
+	// was refused: then the status is not the upstream's, which never saw
+	// the request.
+	resp := rules.Response{Status: rec.Status, Bytes: max(rec.Bytes, 0), Upstream: rec.Duration, Forwarded: v.Rule == nil && len(rec.BlockedBy) == 0}
 	if v.Rule != nil {
 		resp = rules.Response{Status: http.StatusTooManyRequests}
 		if v.Rule.Action == rules.Deny {

@@ -368,3 +368,41 @@ func BenchmarkReplay(b *testing.B) {
 		i++
 	}
 }
+
+// TestRefusedInTheLog: a request the log says was refused (floodgate's
+// blocked_by) got floodgate's own answer, not the upstream's: replayed
+// count_when and cost rules charge it nothing, in either mode, as the
+// gateway charges nothing for its own answers.
+func TestRefusedInTheLog(t *testing.T) {
+	set, c := compile(t, `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+rules:
+  - {name: per-ip, limits: [2/1h]}
+  - {name: errors, action: count, count_when: "response.status >= 400", limits: [3/1h]}
+  - {name: upstream-time, action: count, cost: upstream_seconds, limits: [3600/1h]}
+`)
+	var lines []string
+	for i := range 10 {
+		status, blocked := 200, ""
+		if i >= 2 {
+			status, blocked = 429, `,"blocked_by":"per-ip"`
+		}
+		lines = append(lines, fmt.Sprintf(`{"time":"2026-09-22T10:00:%02d.5Z","msg":"access","method":"GET","path":"/","status":%d,"route":"api","duration_ms":1000,"ua":"curl/8.0","ua_class":"script","client":"3f2a9c0d1e4b5a6f","bytes":10%s}`, i, status, blocked))
+	}
+	file := writeLog(t, t.TempDir(), "access.log", lines)
+	for _, logOnly := range []bool{true, false} {
+		res := replayFiles(t, Options{Rules: set, Routes: Routes(c), LogOnly: logOnly}, logs.ReadOptions{}, file)
+		if res.Requests != 10 {
+			t.Fatalf("log-only %v: requests %d, want 10", logOnly, res.Requests)
+		}
+		if got := res.Rules[0].WouldBlockRequests; got != 8 {
+			t.Errorf("log-only %v: per-ip would block %d, want 8", logOnly, got)
+		}
+		if got := res.Rules[1].WouldBlockRequests; got != 0 {
+			t.Errorf("log-only %v: errors would block %d, want 0: the 429s were floodgate's own", logOnly, got)
+		}
+		if got := res.Rules[2].Charged; got != 2 {
+			t.Errorf("log-only %v: upstream-time charged %v, want 2 (the two forwarded requests)", logOnly, got)
+		}
+	}
+}
