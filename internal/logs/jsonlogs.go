@@ -164,6 +164,7 @@ func parseFloodgate(r *Record, line []byte, s *scratch) bool {
 			r.Method, _ = s.str(v)
 		case "path":
 			r.Target, _ = s.str(v)
+			r.PathDecoded = true
 		case "key_hash":
 			keyHash, _ = s.str(v)
 		case "client":

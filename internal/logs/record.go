@@ -63,8 +63,13 @@ type Record struct {
 	Method []byte
 	// Target is the request target as logged: path and query, still
 	// percent-encoded ("/a%20b?q=1"); empty when the request line was
-	// malformed. floodgate's logs give the cleaned, decoded path.
+	// malformed. floodgate's logs give the cleaned, decoded path, without
+	// the query; PathDecoded says so.
 	Target []byte
+	// PathDecoded reports that Target is the path the gateway's rules saw:
+	// decoded and cleaned, without the query, so a "%" or "?" in it is
+	// part of the path (floodgate's logs).
+	PathDecoded bool
 	// Host is the requested host when the log has it (ALB, WAF), or the
 	// virtual host that served the request (vhost_combined); without
 	// port.

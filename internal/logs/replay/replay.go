@@ -21,8 +21,9 @@
 // # What is replayed
 //
 // Each request record becomes the request the rules would have seen: its
-// method; its path percent-decoded and cleaned as the gateway cleans it;
-// its query; Host (ALB and WAF logs record it); the User-Agent header;
+// method; its path percent-decoded and cleaned as the gateway cleans it
+// (floodgate's access log records the path the rules saw, decoded and
+// cleaned, without the query: it is taken as it is); its query; Host (ALB and WAF logs record it); the User-Agent header;
 // and the route its path matches among the configuration's routes. A
 // request no route matches is counted as unrouted and not evaluated, as
 // the gateway answers it 404 before the rules; so is a record whose
@@ -216,11 +217,11 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	method := r.intern(rec.Method)
 	target := rec.Target
 	rawPath, rawQuery := target, []byte(nil)
-	if q := indexByte(target, '?'); q >= 0 {
+	if q := indexByte(target, '?'); q >= 0 && !rec.PathDecoded {
 		rawPath, rawQuery = target[:q], target[q+1:]
 	}
 	p := string(rawPath)
-	if strings.IndexByte(p, '%') >= 0 {
+	if strings.IndexByte(p, '%') >= 0 && !rec.PathDecoded {
 		if d, err := url.PathUnescape(p); err == nil {
 			p = d
 		}

@@ -406,3 +406,29 @@ rules:
 		}
 	}
 }
+
+// TestGatewayPaths: floodgate's access log records the path the rules saw,
+// already decoded and cleaned, without the query: replay takes it as it
+// is, neither decoding it again nor reading a decoded "?" as the start of
+// a query.
+func TestGatewayPaths(t *testing.T) {
+	set, c := compile(t, `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+routes: [{name: api, path: /, upstream: api}]
+rules:
+  - {name: csv, when: "request.path.matches('/scores$')", limits: [1/1h]}
+  - {name: literal, action: count, when: "request.path == '/100%25' && request.query.size() == 0", limits: [1000/1h]}
+`)
+	var lines []string
+	for i, p := range []string{"/a?/scores", "/a?/scores", "/a%2Fscores", "/a%2Fscores", "/a%2Fscores", "/a%2Fscores", "/100%25"} {
+		lines = append(lines, fmt.Sprintf(`{"time":"2026-09-22T10:00:%02dZ","msg":"access","method":"GET","path":%q,"status":200,"route":"api","duration_ms":1,"ua":"curl/8.0","ua_class":"script","client":"3f2a9c0d1e4b5a6f","bytes":10}`, i, p))
+	}
+	file := writeLog(t, t.TempDir(), "access.log", lines)
+	res := replayFiles(t, Options{Rules: set, Routes: Routes(c)}, logs.ReadOptions{}, file)
+	if got := res.Rules[0]; got.Matched != 2 || got.WouldBlockRequests != 1 {
+		t.Errorf("csv matched %d, would block %d; want 2, 1 (the paths ending in /scores as the gateway saw them)", got.Matched, got.WouldBlockRequests)
+	}
+	if got := res.Rules[1].Matched; got != 1 {
+		t.Errorf("literal matched %d, want 1", got)
+	}
+}
