@@ -57,11 +57,13 @@ var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
 // Sizes of the Reader's buffer and of the sample used for detection.
 const (
-	// MaxLineLength is the longest line a Reader parses; longer lines
-	// are counted as unparsed and skipped.
+	// MaxLineLength is the longest line a Reader parses, in bytes, its
+	// line end (LF or CR LF) not included; longer lines are counted as
+	// unparsed and skipped.
 	MaxLineLength = 1 << 20
-	bufferSize    = MaxLineLength
-	detectLines   = 64
+	// bufferSize holds a line of MaxLineLength and its CR LF.
+	bufferSize  = MaxLineLength + 2
+	detectLines = 64
 )
 
 // Counts are a Reader's line counts. Lines are the lines that are not
@@ -151,16 +153,27 @@ func NewReader(r io.Reader, f Format) (*Reader, error) {
 // sample returns the start of the log for Detect: as much as the buffer
 // holds, so that lines up to MaxLineLength long at the start, which Next
 // parses, still leave whole lines to detect from. Lines longer than that
-// hold no line end within the buffer: sample reads past them, counting
-// them as unparsed, since nothing after them could be seen otherwise.
+// leave no room for another line within the buffer: sample reads past
+// them, counting them as unparsed, since nothing after them could be seen
+// otherwise.
 func (r *Reader) sample() ([]byte, error) {
 	for {
 		b, err := r.br.Peek(bufferSize)
 		if err != nil && err != io.EOF {
 			return nil, err
 		}
-		if len(b) < bufferSize || bytes.IndexByte(b, '\n') >= 0 {
+		nl := bytes.IndexByte(b, '\n')
+		if len(b) < bufferSize || nl >= 0 && len(trimEOL(b[:nl+1])) <= MaxLineLength {
 			return b, nil
+		}
+		if nl >= 0 {
+			// A line one byte over the limit still fits the buffer with
+			// its line end.
+			line, _ := r.br.ReadSlice('\n')
+			r.line++
+			r.counts.Lines++
+			r.unparsed(line)
+			continue
 		}
 		start, _ := r.br.ReadSlice('\n') // bufio.ErrBufferFull
 		switch err := r.skipLong(start); err {
@@ -217,7 +230,7 @@ func (r *Reader) Next() bool {
 			continue
 		}
 		r.counts.Lines++
-		if parse(r.format, &r.rec, line, &r.s, &r.tc) {
+		if len(line) <= MaxLineLength && parse(r.format, &r.rec, line, &r.s, &r.tc) {
 			r.counts.Parsed++
 			return true
 		}
@@ -300,12 +313,12 @@ func Detect(sample []byte) Format {
 	for len(lines) < detectLines && len(rest) > 0 {
 		nl := bytes.IndexByte(rest, '\n')
 		if nl < 0 {
-			if len(lines) == 0 {
+			if len(lines) == 0 && len(rest) <= MaxLineLength {
 				lines = append(lines, rest)
 			}
 			break
 		}
-		if l := trimEOL(rest[:nl+1]); len(l) > 0 && !allSpace(l) {
+		if l := trimEOL(rest[:nl+1]); len(l) > 0 && len(l) <= MaxLineLength && !allSpace(l) {
 			lines = append(lines, l)
 		}
 		rest = rest[nl+1:]

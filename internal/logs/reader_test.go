@@ -935,3 +935,57 @@ www.example.com:443 203.0.113.9 - - [10/Oct/2026:13:55:39 +0000] "GET /c HTTP/1.
 		})
 	}
 }
+
+// TestMaxLineLength checks the bound exactly: a line of MaxLineLength
+// bytes is parsed whatever its line end (LF, CRLF, none at the end of the
+// log), first (where the format is detected) or later; one byte more is
+// not.
+func TestMaxLineLength(t *testing.T) {
+	good := parseCases[Combined][0].line
+	// A combined line of exactly n bytes.
+	line := func(n int) string {
+		head, tail := `1.2.3.4 - - [17/May/2015:10:05:03 +0000] "GET /`, ` HTTP/1.1" 200 1 "-" "curl/8"`
+		return head + strings.Repeat("a", n-len(head)-len(tail)) + tail
+	}
+	for _, tc := range []struct {
+		name   string
+		n      int
+		eol    string
+		parsed bool
+	}{
+		{"MaxLineLength, LF", MaxLineLength, "\n", true},
+		{"MaxLineLength, CRLF", MaxLineLength, "\r\n", true},
+		{"MaxLineLength, last, no line end", MaxLineLength, "", true},
+		{"MaxLineLength+1, LF", MaxLineLength + 1, "\n", false},
+		{"MaxLineLength+1, CRLF", MaxLineLength + 1, "\r\n", false},
+	} {
+		for _, first := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, first %v", tc.name, first), func(t *testing.T) {
+				input := good + "\n" + line(tc.n) + tc.eol
+				want := Counts{Lines: 2, Parsed: 2}
+				if first {
+					input = line(tc.n) + tc.eol
+					want = Counts{Lines: 1, Parsed: 1}
+					if tc.eol != "" {
+						input += good + "\n"
+						want = Counts{Lines: 2, Parsed: 2}
+					}
+				}
+				if !tc.parsed {
+					want.Parsed, want.Unparsed = want.Parsed-1, 1
+				}
+				name := filepath.Join(t.TempDir(), "access.log")
+				if err := os.WriteFile(name, []byte(input), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				files, err := ReadFiles([]string{name}, ReadOptions{}, func(*Record) {})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if f := files[0]; f.Format != "combined" || f.Counts != want {
+					t.Errorf("ReadFiles = %s %+v, want combined %+v", f.Format, f.Counts, want)
+				}
+			})
+		}
+	}
+}
