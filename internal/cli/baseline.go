@@ -41,6 +41,10 @@ func runBaseline(_ context.Context, env environ, args []string) error {
 	if *top < 0 {
 		return usageError{errors.New("--top: want 0 or more")}
 	}
+	names, err := namer(env, *show)
+	if err != nil {
+		return err
+	}
 	html, err := openHTML(*htmlFile)
 	if err != nil {
 		return err
@@ -58,7 +62,7 @@ func runBaseline(_ context.Context, env environ, args []string) error {
 	if n == 0 {
 		n = -1
 	}
-	res := b.Result(baseline.ResultOptions{Top: n, Namer: namer(env, *show)})
+	res := b.Result(baseline.ResultOptions{Top: n, Namer: names})
 	res.Lines, res.Parsed, res.Unparsed, res.Files = counts.Lines, counts.Parsed, counts.Unparsed, read
 	if html != nil {
 		if err := html.write(env, func(w io.Writer) error { return report.BaselineHTML(w, res) }); err != nil {

@@ -23,7 +23,7 @@ func TestBaselineCommand(t *testing.T) {
 	}
 
 	// Hashed clients, stable with FLOODGATE_LOG_HASH_KEY.
-	key := map[string]string{hashKeyVar: "k"}
+	key := map[string]string{hashKeyVar: "0123456789abcdef"}
 	a := decode(t, key, "baseline", "--json", excerptLog)["top_clients"].([]any)[0].(map[string]any)["client"]
 	b := decode(t, key, "baseline", "--json", excerptLog)["top_clients"].([]any)[0].(map[string]any)["client"]
 	if a != b || a == "75.97.9.59" {

@@ -44,14 +44,25 @@ const minHashKey = 16
 // count it once), and by a random key otherwise (nil: the gateway draws
 // one).
 func gatewayHasher(env environ) (*telemetry.KeyHasher, error) {
-	key, ok := env.lookup(hashKeyVar)
-	if !ok || key == "" {
-		return nil, nil
-	}
-	if len(key) < minHashKey {
-		return nil, fmt.Errorf("%s is %d bytes; a key of at least %d keeps the hashes from being reversed (openssl rand -hex 16 makes one)", hashKeyVar, len(key), minHashKey)
+	key, err := hashKey(env)
+	if key == "" || err != nil {
+		return nil, err
 	}
 	return telemetry.NewKeyHasher(key), nil
+}
+
+// hashKey returns FLOODGATE_LOG_HASH_KEY, "" when it is unset or empty,
+// or an error when it is too short to keep the hashes from being
+// reversed.
+func hashKey(env environ) (string, error) {
+	key, ok := env.lookup(hashKeyVar)
+	if !ok || key == "" {
+		return "", nil
+	}
+	if len(key) < minHashKey {
+		return "", fmt.Errorf("%s is %d bytes; a key of at least %d keeps the hashes from being reversed (openssl rand -hex 16 makes one)", hashKeyVar, len(key), minHashKey)
+	}
+	return key, nil
 }
 
 // runLogs runs one of the saved queries over floodgate's own logs (M9).
@@ -80,6 +91,10 @@ func runLogs(_ context.Context, env environ, args []string) error {
 	if *top < 0 {
 		return usageError{errors.New("--top: want 0 or more")}
 	}
+	names, err := namer(env, *show)
+	if err != nil {
+		return err
+	}
 	var add func(*logs.Record)
 	var finish func(logs.Counts, []logs.File) (any, func(io.Writer))
 	switch q {
@@ -87,7 +102,7 @@ func runLogs(_ context.Context, env environ, args []string) error {
 		lc := query.NewLimitedClients()
 		add = lc.Add
 		finish = func(c logs.Counts, f []logs.File) (any, func(io.Writer)) {
-			r := lc.Result(*top, namer(env, *show))
+			r := lc.Result(*top, names)
 			fillSummary(&r.Summary, c, f)
 			return r, func(w io.Writer) { report.LimitedClientsTable(w, r, *show) }
 		}
@@ -103,7 +118,7 @@ func runLogs(_ context.Context, env environ, args []string) error {
 		pr := query.NewPeakRate(ws)
 		add = pr.Add
 		finish = func(c logs.Counts, f []logs.File) (any, func(io.Writer)) {
-			r := pr.Result(*top, namer(env, *show))
+			r := pr.Result(*top, names)
 			fillSummary(&r.Summary, c, f)
 			return r, func(w io.Writer) { report.PeakRateTable(w, r, *show) }
 		}
@@ -212,15 +227,23 @@ func parseWindows(s string) ([]time.Duration, error) {
 }
 
 // namer shows clients hashed with the key in FLOODGATE_LOG_HASH_KEY, or
-// a random one, unless show.
-func namer(env environ, show bool) baseline.Namer {
-	key, ok := env.lookup(hashKeyVar)
-	if !ok || key == "" {
+// a random one, unless show. A key too short to keep the hashes from
+// being reversed is an error, as for the gateway: reports are made to be
+// shared.
+func namer(env environ, show bool) (baseline.Namer, error) {
+	if show {
+		return baseline.Namer{Show: true}, nil
+	}
+	key, err := hashKey(env)
+	if err != nil {
+		return baseline.Namer{}, err
+	}
+	if key == "" {
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)
 		key = string(b)
 	}
-	return baseline.Namer{Key: []byte(key), Show: show}
+	return baseline.Namer{Key: []byte(key)}, nil
 }
 
 func writeJSON(w io.Writer, v any) error {

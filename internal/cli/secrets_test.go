@@ -49,12 +49,19 @@ func TestAccessLogHashKey(t *testing.T) {
 	}
 }
 
+// A key too short to keep the hashes from being reversed is refused by
+// every command that shows clients as hashes: the gateway's logs, explain,
+// and the reports of baseline and logs, which are made to be shared.
 func TestShortHashKeyRefused(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "floodgate.yaml")
 	if err := os.WriteFile(conf, []byte(opsYAML("http://127.0.0.1:1", "1/1m")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"serve", "--config", conf}, {"explain", "--config", conf, "GET", "/a"}} {
+	for _, args := range [][]string{
+		{"serve", "--config", conf}, {"explain", "--config", conf, "GET", "/a"},
+		{"baseline", excerptLog}, {"baseline", "--json", excerptLog},
+		{"logs", "limited-clients", excerptLog}, {"logs", "peak-rate", excerptLog},
+	} {
 		stderr := &testnet.Buffer{}
 		env := environ{lookup: func(k string) (string, bool) {
 			v, ok := map[string]string{"PUB": "127.0.0.1:0", "ADM": "127.0.0.1:0", hashKeyVar: "short"}[k]
