@@ -89,6 +89,7 @@ func parseALB(r *Record, line []byte, tc *timeCache) bool {
 	if st := digits(f[8]); st >= 0 && len(f[8]) == 3 {
 		r.Status = st
 	}
+	r.NoUpstreamAnswer = len(f[9]) == 1 && f[9][0] == '-'
 	if n, ok := bigDigits(f[11]); ok {
 		r.Bytes = n
 	}

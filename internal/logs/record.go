@@ -98,6 +98,10 @@ type Record struct {
 	// BlockedBy is the rule that answered the request itself (floodgate's
 	// access log; a WAF log's rate-based rule), or empty.
 	BlockedBy []byte
+	// NoUpstreamAnswer reports that the upstream did not answer: the
+	// status is the load balancer's own (ALB: target_status_code "-": a
+	// target that failed or timed out, a redirect or fixed response).
+	NoUpstreamAnswer bool
 	// WouldBlock are the rules that would have refused the request
 	// without answering it: count rules over their limit, and every rule
 	// in log-only mode (floodgate's access log).

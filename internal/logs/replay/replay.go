@@ -43,9 +43,10 @@
 // log's status, response size and duration (ALB's target processing time,
 // floodgate's duration_ms; none in common and combined logs, so
 // upstream_seconds costs nothing there). A request the log records as
-// refused (floodgate's blocked_by, a WAF's rate-based block) got an answer
-// that was not the upstream's, and is charged nothing, as the gateway
-// charges nothing for its own answers. Concurrency caps never refuse in
+// refused (floodgate's blocked_by, a WAF's rate-based block) or answered
+// by the load balancer itself (ALB: no target status) got an answer that
+// was not the upstream's, and is charged nothing, as the gateway charges
+// nothing for its own answers. Concurrency caps never refuse in
 // a replay: a log does not say which requests overlapped, so each request
 // is finished before the next starts.
 //
@@ -264,9 +265,10 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	v := r.engine.Evaluate(ctx, req)
 	// The response, for count_when and cost rules: the log's, unless the
 	// replayed rules refused the request (enforce mode) or the log says it
-	// was refused: then the status is not the upstream's, which never saw
-	// the request.
-	resp := rules.Response{Status: rec.Status, Bytes: max(rec.Bytes, 0), Upstream: rec.Duration, Forwarded: v.Rule == nil && len(rec.BlockedBy) == 0}
+	// was refused or answered by the load balancer: then the status is not
+	// the upstream's.
+	forwarded := v.Rule == nil && len(rec.BlockedBy) == 0 && !rec.NoUpstreamAnswer
+	resp := rules.Response{Status: rec.Status, Bytes: max(rec.Bytes, 0), Upstream: rec.Duration, Forwarded: forwarded}
 	if v.Rule != nil {
 		resp = rules.Response{Status: http.StatusTooManyRequests}
 		if v.Rule.Action == rules.Deny {

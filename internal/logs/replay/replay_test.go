@@ -432,3 +432,27 @@ rules:
 		t.Errorf("literal matched %d, want 1", got)
 	}
 }
+
+// TestLoadBalancerAnswers: a request the load balancer answered itself
+// (ALB: no target status) never reached the upstream, as a request the
+// gateway answers itself: count_when and cost rules charge it nothing.
+func TestLoadBalancerAnswers(t *testing.T) {
+	set, _ := compile(t, `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+rules:
+  - {name: bytes, action: count, key: [], cost: response_bytes, limits: [1000000/1h]}
+  - {name: error-bytes, action: count, key: [], cost: response_bytes, count_when: "response.status >= 500", limits: [1000000/1h]}
+`)
+	// AWS's examples: six requests a target answered (366, 57, 257, 587,
+	// 786 and 366 bytes sent), and a 502 of the load balancer's own.
+	res := replayFiles(t, Options{Rules: set}, logs.ReadOptions{}, "../testdata/alb.log")
+	if res.Requests != 7 {
+		t.Fatalf("requests %d, want 7", res.Requests)
+	}
+	if got := res.Rules[0].Charged; got != 2419 {
+		t.Errorf("bytes charged %v, want 2419 (the targets' answers)", got)
+	}
+	if got := res.Rules[1].Charged; got != 0 {
+		t.Errorf("error-bytes charged %v, want 0: the 502 is the load balancer's own", got)
+	}
+}
