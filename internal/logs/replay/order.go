@@ -61,7 +61,8 @@ type LeftOut struct {
 	MaxAhead time.Duration
 }
 
-// ReadOrdered reads the named logs ("-" is o.Stdin, read once) and calls
+// ReadOrdered reads the named logs ("-" is o.Stdin; it and a path that is
+// not a regular file, such as a pipe, are read once) and calls
 // fn for every record in time order, whatever the order of the files and
 // of lines within a file, within bounds:
 //
@@ -85,17 +86,23 @@ type LeftOut struct {
 // file, in the order named, like logs.ReadFiles, and its error is
 // likewise about opening or reading a file.
 func ReadOrdered(names []string, o logs.ReadOptions, fn func(*logs.Record)) ([]logs.File, LeftOut, error) {
-	m := &merger{o: o, fn: fn, files: make([]logs.File, len(names))}
-	for _, n := range names {
+	m := &merger{o: o, fn: fn, files: make([]logs.File, len(names)), once: make([]bool, len(names))}
+	for i, n := range names {
 		if n == "-" {
-			m.total = 0
-			break
+			m.once[i] = true
+			continue
 		}
 		st, err := os.Stat(n)
 		if err != nil {
 			return nil, LeftOut{}, logs.ReadError(n, err)
 		}
+		// A pipe or a FIFO (a shell's <(zcat …)) can be read only once,
+		// as standard input, and its size is unknown.
+		m.once[i] = !st.Mode().IsRegular()
 		m.total += st.Size()
+	}
+	if slices.Contains(m.once, true) {
+		m.total = 0
 	}
 	err := m.run(names)
 	for _, s := range m.open {
@@ -427,6 +434,7 @@ type merger struct {
 	o          logs.ReadOptions
 	fn         func(*logs.Record)
 	files      []logs.File
+	once       []bool // by file: standard input, a pipe: read only once
 	left       LeftOut
 	open       []*stream // by head
 	free       []*held
@@ -444,7 +452,7 @@ type pending struct {
 	index int
 	name  string
 	start int64
-	s     *stream // standard input, opened to date it
+	s     *stream // standard input or a pipe, opened to date it
 }
 
 func (m *merger) run(names []string) error {
@@ -455,12 +463,12 @@ func (m *merger) run(names []string) error {
 		// Date every file by its first records, then open them in that
 		// order as the merge reaches them.
 		for i, n := range names {
-			s, err := m.openStream(i, n, n != "-")
+			s, err := m.openStream(i, n, !m.once[i])
 			if err != nil {
 				return err
 			}
 			p := pending{index: i, name: n, start: s.start}
-			if n == "-" {
+			if m.once[i] {
 				p.s = s // it can be read only once: keep it
 			} else {
 				for _, h := range s.first {
