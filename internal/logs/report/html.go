@@ -119,6 +119,9 @@ func summaryLines(lines, parsed, unparsed, requests int64, clients int, from, to
 	return s
 }
 
+// noUserAgents says why a report counts no browsers.
+const noUserAgents = "The log does not tell browsers apart: it records no User-Agent."
+
 // peaksFigure draws the distribution of one window's peaks with marks.
 func peaksFigure(id string, w baseline.Window, clients int, marks []marker, what string) figure {
 	pts := make([]peakPoint, len(w.Distribution))
@@ -130,18 +133,25 @@ func peaksFigure(id string, w baseline.Window, clients int, marks []marker, what
 	title := fmt.Sprintf("Clients by their peak requests in one %s window", w.Window)
 	desc := fmt.Sprintf("Of %s clients, half peaked at %d requests or fewer in one %s window, 99%% at %d or fewer, and the busiest at %d.",
 		itoa(clients), w.PeakP50, w.Window, w.PeakP99, w.PeakMax)
+	told := browsersTold([]baseline.Window{w})
 	if cp, ok := w.ByClass["browser"]; ok {
 		desc += fmt.Sprintf(" The busiest of %s browser clients peaked at %d.", itoa(cp.Clients), cp.PeakMax)
+	} else if !told {
+		desc += " " + noUserAgents
 	}
 	for _, m := range marks {
 		desc += " " + m.label + " is marked."
+	}
+	lines := "the dashed vermillion line counts browser clients; "
+	if !told {
+		lines = ""
 	}
 	f := figure{
 		ID:      id,
 		Heading: fmt.Sprintf("Per-client peaks over %s", w.Window),
 		SVG:     peaksSVG(id, title, desc, pts, clients, browsers, marks),
-		Caption: fmt.Sprintf("%s The solid blue line counts all clients whose peak in one aligned %s window reached the value on the horizontal axis; the dashed vermillion line counts browser clients; green dotted lines mark %s. A limit at a marked value refuses the clients to its right.",
-			desc, w.Window, what),
+		Caption: fmt.Sprintf("%s The solid blue line counts all clients whose peak in one aligned %s window reached the value on the horizontal axis; %sgreen dotted lines mark %s. A limit at a marked value refuses the clients to its right.",
+			desc, w.Window, lines, what),
 	}
 	pt := table{Caption: "Percentiles of per-client peaks, " + w.Window, Head: []string{"clients", "count", "p50", "p90", "p99", "p99.9", "max"},
 		Num: []bool{false, true, true, true, true, true, true}}
@@ -154,7 +164,7 @@ func peaksFigure(id string, w baseline.Window, clients int, marks []marker, what
 	f.Tables = append(f.Tables, pt)
 	nt := &table{Caption: "Clients at each peak, " + w.Window, Head: []string{"peak", "clients", "browser clients"}, Num: []bool{true, true, true}}
 	for _, b := range w.Distribution {
-		nt.Rows = append(nt.Rows, []string{i64(b.Peak), itoa(b.Clients), itoa(b.BrowserClients)})
+		nt.Rows = append(nt.Rows, []string{i64(b.Peak), itoa(b.Clients), browserCount(b.BrowserClients, told, "—")})
 	}
 	f.Numbers = nt
 	return f
@@ -176,6 +186,7 @@ func BaselineHTML(w io.Writer, r *baseline.Result) error {
 	}
 	sec := section{ID: "peaks", Heading: "Per-client peaks and suggested thresholds",
 		Intro: "A client's peak is its largest number of requests in one window aligned to a multiple of the window length since the Unix epoch. Suggested thresholds are counted as a fixed-window limit would count them: in every window, the requests of a client past the threshold."}
+	told := browsersTold(r.Windows)
 	for i, win := range r.Windows {
 		var marks []marker
 		st := table{Caption: "Suggested thresholds over " + win.Window + " and what each would have blocked",
@@ -186,7 +197,7 @@ func BaselineHTML(w io.Writer, r *baseline.Result) error {
 			}
 			marks = append(marks, marker{at: s.Threshold, label: fmt.Sprintf("%d/%s", s.Threshold, s.Window)})
 			st.Rows = append(st.Rows, []string{fmt.Sprintf("%d/%s", s.Threshold, s.Window), i64(s.WouldBlockRequests),
-				itoa(s.WouldBlockClients), itoa(s.WouldBlockBrowserClients), s.Basis})
+				itoa(s.WouldBlockClients), browserCount(s.WouldBlockBrowserClients, told, "—"), s.Basis})
 		}
 		f := peaksFigure("peaks-"+strconv.Itoa(i), win, r.Clients, marks, "the suggested thresholds")
 		if len(st.Rows) > 0 {
@@ -236,16 +247,17 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 	rt := table{Caption: "What each rule would have refused",
 		Head: []string{"rule", "action", "limit", "algorithm", "matched", "would block", "clients", "browser clients"},
 		Num:  []bool{false, false, false, false, true, true, true, true}}
+	told := browsersTold(r.Windows)
 	for _, rule := range r.Rules {
 		limit, alg := rule.Limit, rule.Algorithm
 		if limit == "" {
 			limit, alg = "—", "—"
 		}
 		rt.Rows = append(rt.Rows, []string{rule.Name, rule.Action, limit, alg, i64(rule.Matched), i64(rule.WouldBlockRequests),
-			itoa(rule.WouldBlockClients), itoa(rule.WouldBlockBrowserClients)})
+			itoa(rule.WouldBlockClients), browserCount(rule.WouldBlockBrowserClients, told, "—")})
 		for _, c := range rule.Candidates {
 			rt.Rows = append(rt.Rows, []string{rule.Name + " (candidate)", "count", c.Limit, alg, "", i64(c.WouldBlockRequests),
-				itoa(c.WouldBlockClients), itoa(c.WouldBlockBrowserClients)})
+				itoa(c.WouldBlockClients), browserCount(c.WouldBlockBrowserClients, told, "—")})
 		}
 	}
 	p.Sections = append(p.Sections, section{ID: "rules", Heading: "Rules", Tables: []table{rt}})
@@ -269,7 +281,7 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 				continue
 			}
 			values[t.Unix()/3600] = h.WouldBlockRequests
-			nt.Rows = append(nt.Rows, []string{h.Hour, i64(h.Matched), i64(h.WouldBlockRequests), itoa(h.WouldBlockClients), itoa(h.WouldBlockBrowserClients)})
+			nt.Rows = append(nt.Rows, []string{h.Hour, i64(h.Matched), i64(h.WouldBlockRequests), itoa(h.WouldBlockClients), browserCount(h.WouldBlockBrowserClients, told, "—")})
 			if h.WouldBlockRequests > most {
 				busiest, most = h.Hour, h.WouldBlockRequests
 			}
@@ -280,6 +292,10 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 		}
 		desc := fmt.Sprintf("%s would have refused %s of %s matched requests, from %s clients (%s of them browsers).",
 			label, i64(rule.WouldBlockRequests), i64(rule.Matched), itoa(rule.WouldBlockClients), itoa(rule.WouldBlockBrowserClients))
+		if !told {
+			desc = fmt.Sprintf("%s would have refused %s of %s matched requests, from %s clients. %s",
+				label, i64(rule.WouldBlockRequests), i64(rule.Matched), itoa(rule.WouldBlockClients), noUserAgents)
+		}
 		if most > 0 {
 			desc += fmt.Sprintf(" The busiest hour was %s with %s.", busiest, i64(most))
 		} else {

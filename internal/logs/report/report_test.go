@@ -346,3 +346,67 @@ const chartLayoutCheck = `(() => {
   }
   return out;
 })()`
+
+// TestNoUserAgents: a log without User-Agents (common format) cannot tell
+// browsers apart; the tables and the page say so rather than count none.
+func TestNoUserAgents(t *testing.T) {
+	b := baseline.New(nil)
+	if _, err := logs.ReadFiles([]string{excerpt}, logs.ReadOptions{Format: logs.Common}, func(r *logs.Record) { b.Add(r) }); err != nil {
+		t.Fatal(err)
+	}
+	br := b.Result(baseline.ResultOptions{Top: 5, Namer: baseline.Namer{Key: []byte("golden")}})
+	set, err := replay.AdHocRules([]string{"5/1m"}, "fixed_window")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := replay.New(replay.Options{Rules: set, LogOnly: true})
+	if _, err := rp.ReadFiles(context.Background(), []string{excerpt}, logs.ReadOptions{Format: logs.Common}); err != nil {
+		t.Fatal(err)
+	}
+	rr := rp.Result()
+	if len(br.Suggestions) == 0 || rr.Rules[0].WouldBlockClients == 0 {
+		t.Fatalf("nothing would be blocked: suggestions %+v, rules %+v", br.Suggestions, rr.Rules)
+	}
+	columns := regexp.MustCompile(`\S+(?: \S+)*`)
+	rows := func(table, first string) [][]string {
+		var out [][]string
+		for line := range strings.Lines(table) {
+			if strings.HasPrefix(line, first) {
+				out = append(out, columns.FindAllString(line, -1))
+			}
+		}
+		return out
+	}
+	var text bytes.Buffer
+	BaselineTable(&text, br, false)
+	suggested := rows(text.String(), strconv.FormatInt(br.Suggestions[0].Threshold, 10)+"/")
+	if len(suggested) == 0 {
+		t.Fatalf("no suggestion row in\n%s", text.String())
+	}
+	for _, row := range suggested {
+		if len(row) < 4 || row[3] != "-" {
+			t.Errorf("suggestion row %q: browser clients want -", row)
+		}
+	}
+	text.Reset()
+	ReplayTable(&text, rr)
+	for _, row := range rows(text.String(), "limit-5-per-1m") {
+		if len(row) < 7 || row[6] != "-" {
+			t.Errorf("rule row %q: browser clients want -", row)
+		}
+	}
+	var page bytes.Buffer
+	if err := ReplayHTML(&page, rr); err != nil {
+		t.Fatal(err)
+	}
+	if s := page.String(); strings.Contains(s, "of them browsers") || !strings.Contains(s, "does not tell browsers apart") {
+		t.Errorf("the replay page counts browsers in a log without User-Agents")
+	}
+	page.Reset()
+	if err := BaselineHTML(&page, br); err != nil {
+		t.Fatal(err)
+	}
+	if s := page.String(); !strings.Contains(s, "does not tell browsers apart") {
+		t.Errorf("the baseline page does not say the log cannot tell browsers apart")
+	}
+}

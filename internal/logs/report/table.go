@@ -26,6 +26,29 @@ var classOrder = []string{uaclass.Browser.String(), uaclass.Script.String(), uac
 
 func newTab(w io.Writer) *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0) }
 
+// browsersTold reports whether the log tells browsers apart: some client
+// has a class other than unknown, which only a log without User-Agents
+// (common format) leaves every client in.
+func browsersTold(ws []baseline.Window) bool {
+	for _, w := range ws {
+		for c := range w.ByClass {
+			if c != uaclass.Unknown.String() {
+				return true
+			}
+		}
+	}
+	return len(ws) == 0
+}
+
+// browserCount is n, or dash when the log does not tell browsers apart:
+// a count of 0 would say that no browser was among them.
+func browserCount(n int, told bool, dash string) string {
+	if !told {
+		return dash
+	}
+	return num(int64(n))
+}
+
 // header writes the summary line and one line per file.
 func header(w io.Writer, title string, c logs.Counts, requests int64, clients int, from, to string, files []logs.File) {
 	printf(w, "%s: %s lines, %s parsed, %s unparsed; %s %s from %s %s",
@@ -129,9 +152,10 @@ func BaselineTable(w io.Writer, r *baseline.Result, shown bool) {
 		fmt.Fprintln(w, "\nSuggested thresholds, with what each would have blocked (fixed aligned windows)")
 		tw := newTab(w)
 		fmt.Fprintln(tw, "LIMIT\tREQUESTS\tCLIENTS\tBROWSER CLIENTS\tBASIS")
+		told := browsersTold(r.Windows)
 		for _, s := range r.Suggestions {
 			printf(tw, "%d/%s\t%s\t%s\t%s\t%s\n", s.Threshold, s.Window, num(s.WouldBlockRequests),
-				num(int64(s.WouldBlockClients)), num(int64(s.WouldBlockBrowserClients)), s.Basis)
+				num(int64(s.WouldBlockClients)), browserCount(s.WouldBlockBrowserClients, told, "-"), s.Basis)
 		}
 		tw.Flush()
 		fmt.Fprintln(w, "\nTry them on the real engine: floodgate replay --limit N/WINDOW … LOG…")
@@ -154,6 +178,7 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	fmt.Fprintln(w, "\nWhat each rule would have refused")
 	tw := newTab(w)
 	fmt.Fprintln(tw, "RULE\tACTION\tLIMIT\tMATCHED\tWOULD BLOCK\tCLIENTS\tBROWSER CLIENTS\tBUSIEST HOUR")
+	told := browsersTold(r.Windows)
 	for _, rule := range r.Rules {
 		limit := rule.Limit
 		if limit == "" {
@@ -170,10 +195,10 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 			}
 		}
 		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rule.Name, rule.Action, limit, num(rule.Matched),
-			num(rule.WouldBlockRequests), num(int64(rule.WouldBlockClients)), num(int64(rule.WouldBlockBrowserClients)), busiest)
+			num(rule.WouldBlockRequests), num(int64(rule.WouldBlockClients)), browserCount(rule.WouldBlockBrowserClients, told, "-"), busiest)
 		for _, c := range rule.Candidates {
 			printf(tw, "  candidate\t\t%s\t\t%s\t%s\t%s\t\n", c.Limit, num(c.WouldBlockRequests),
-				num(int64(c.WouldBlockClients)), num(int64(c.WouldBlockBrowserClients)))
+				num(int64(c.WouldBlockClients)), browserCount(c.WouldBlockBrowserClients, told, "-"))
 		}
 	}
 	tw.Flush()
