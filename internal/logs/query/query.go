@@ -20,6 +20,7 @@
 package query
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 	"time"
@@ -319,8 +320,16 @@ func (q *BrowsersCaught) caught(m map[string]*caughtState, rule string, rec *log
 		st.WouldBlock++
 	}
 	st.clients[string(rec.Client)] = true
-	if len(st.paths) < 100000 || st.paths[string(rec.Target)] > 0 {
-		st.paths[string(rec.Target)]++
+	// The path, without the query: requests that differ in it only are one
+	// path, and what it holds (search terms, tokens in URLs) is not shown.
+	// floodgate's access log records the path alone, where a "?" belongs
+	// to the path.
+	path := rec.Target
+	if i := bytes.IndexByte(path, '?'); i >= 0 && !rec.PathDecoded {
+		path = path[:i]
+	}
+	if len(st.paths) < 100000 || st.paths[string(path)] > 0 {
+		st.paths[string(path)]++
 	}
 	st.first, st.last = min(st.first, rec.Time), max(st.last, rec.Time)
 }

@@ -344,3 +344,45 @@ func TestCapRefusalsCount(t *testing.T) {
 		t.Errorf("browsers-caught: %+v, want cap with 3 refused", r.Rules)
 	}
 }
+
+// TestTopPathsWithoutQuery: browsers-caught counts paths, not request
+// targets: requests that differ only in their query string are one path,
+// and the query (search terms, tokens sent in URLs) is never shown. In
+// floodgate's access log, whose path has no query, a "?" is part of the
+// path.
+func TestTopPathsWithoutQuery(t *testing.T) {
+	const ua = `Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0`
+	var lines []string
+	for i := range 3 {
+		lines = append(lines, fmt.Sprintf(`192.0.2.7 - - [17/May/2015:10:05:0%d +0000] "GET /api/search?q=term%d&api_key=k%d HTTP/1.1" 429 0 "-" "%s"`, i, i, i, ua))
+	}
+	for range 2 {
+		lines = append(lines, `192.0.2.8 - - [17/May/2015:10:05:05 +0000] "GET /other HTTP/1.1" 429 0 "-" "`+ua+`"`)
+	}
+	rd, err := logs.NewReader(strings.NewReader(strings.Join(lines, "\n")+"\n"), logs.Combined)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc := NewBrowsersCaught()
+	for rd.Next() {
+		bc.Add(rd.Record())
+	}
+	want := []PathCount{{Path: "/api/search", Requests: 3}, {Path: "/other", Requests: 2}}
+	if r := bc.Result(); len(r.Rules) != 1 || !cmp.Equal(r.Rules[0].TopPaths, want) {
+		t.Errorf("browsers-caught = %+v, want top paths %+v", r.Rules, want)
+	}
+
+	access := `{"time":"2026-12-02T14:19:17.875Z","msg":"access","method":"GET","path":"/a?b","status":429,"route":"default","duration_ms":1,"ua":"` + ua + `","ua_class":"browser","client":"3d460942d0aee600","bytes":2,"blocked_by":"per-ip"}`
+	rd, err = logs.NewReader(strings.NewReader(access+"\n"), logs.Floodgate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc = NewBrowsersCaught()
+	for rd.Next() {
+		bc.Add(rd.Record())
+	}
+	want = []PathCount{{Path: "/a?b", Requests: 1}}
+	if r := bc.Result(); len(r.Rules) != 1 || !cmp.Equal(r.Rules[0].TopPaths, want) {
+		t.Errorf("browsers-caught from the access log = %+v, want top paths %+v", r.Rules, want)
+	}
+}
