@@ -86,6 +86,7 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 		fileRules = set
 		o.Routes = replay.Routes(c)
 		o.MaxKeys = c.Store.MaxKeys
+		o.InternalRules = c.Internal.EvaluateRules
 		if *mode == "config" {
 			o.LogOnly = c.Mode == config.ModeLogOnly
 		}

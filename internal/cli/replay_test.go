@@ -2,7 +2,11 @@ package cli
 
 import (
 	"compress/gzip"
+	"context"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,4 +138,55 @@ func gunzip(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestReplayOfServeInternalCalls: replaying the access log a gateway
+// wrote gives what the gateway did. Calls on the internal listener are
+// forwarded uncounted: replayed, they count for no rule either, though
+// they come from the same address as a public request the rule counts.
+func TestReplayOfServeInternalCalls(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	sock := filepath.Join(t.TempDir(), "internal.sock")
+	yaml := opsYAML(up.URL, "2/1h") + "internal: {listen: \"unix:" + sock + "\"}\nlog: {access: stderr}\n"
+	g := startServe(t, yaml)
+	internal := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	for range 5 {
+		resp, err := internal.Get("http://internal/a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("internal call: status %d, want 200", resp.StatusCode)
+		}
+	}
+	if code := g.status("/a"); code != 200 {
+		t.Fatalf("public request: status %d, want 200", code)
+	}
+	var access strings.Builder
+	n := 0
+	for line := range strings.Lines(g.stderr.String()) {
+		if strings.Contains(line, `"msg":"access"`) {
+			access.WriteString(line)
+			n++
+		}
+	}
+	if n != 6 {
+		t.Fatalf("%d access records, want 6:\n%s", n, g.stderr.String())
+	}
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(access.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"PUB": "127.0.0.1:1", "ADM": "127.0.0.1:2"}
+	v := decode(t, vars, "replay", "--config", g.conf, "--mode", "enforce", "--json", log)
+	r := v["rules"].([]any)[0].(map[string]any)
+	if v["requests"] != 6.0 || r["matched"] != 1.0 || r["would_block_requests"] != 0.0 {
+		t.Errorf("replay: %v requests; per-ip matched %v, would block %v; want 6, 1, 0 (the gateway refused none)", v["requests"], r["matched"], r["would_block_requests"])
+	}
 }

@@ -708,6 +708,12 @@ func (g *Gateway) logAccess(arrived time.Time, r *http.Request, req *rules.Reque
 	if req.ClientPrefix.IsValid() {
 		rec.Client = g.hasher.Hash(req.ClientPrefix.AppendTo(nil))
 	}
+	switch {
+	case req.NoResponse:
+		rec.Listener = telemetry.ListenerDecide
+	case req.Internal:
+		rec.Listener = "internal"
+	}
 	if v.Rule != nil {
 		rec.BlockedBy = v.Rule.Name
 	}

@@ -129,7 +129,7 @@ func parseWAFRequest(r *Record, v []byte, s *scratch) bool {
 //	decision log: {"time","level","msg":"decision","rule","action","decision","route",
 //	               "method","path","ua_class","key_type","key_hash","limit","remaining","retry_after_s"}
 //	access log:   {"time","msg":"access","method","path","status","route","duration_ms",
-//	               "ua","ua_class","client","bytes","blocked_by","would_block":[…]}
+//	               "ua","ua_class","client","bytes","listener","blocked_by","would_block":[…]}
 //
 // A record with "rule" and "decision" is a decision; one with "client" is
 // an access record; other records of the same log (warnings, start-up
@@ -188,6 +188,10 @@ func parseFloodgate(r *Record, line []byte, s *scratch) bool {
 			if c, ok := s.str(v); ok {
 				r.Class, _ = uaclass.Parse(string(c))
 			}
+		case "listener":
+			l, _ := s.str(v)
+			r.Internal = string(l) == "internal"
+			r.ForProxy = string(l) == "decide"
 		case "blocked_by":
 			r.BlockedBy, _ = s.str(v)
 		case "would_block":

@@ -98,6 +98,15 @@ type Record struct {
 	// BlockedBy is the rule that answered the request itself (floodgate's
 	// access log; a WAF log's rate-based rule), or empty.
 	BlockedBy []byte
+	// Internal reports a request the gateway took on its internal
+	// listener (floodgate's access log: "listener":"internal"), which it
+	// forwards uncounted unless internal.evaluate_rules.
+	Internal bool
+	// ForProxy reports a request the gateway decided for a proxy on its
+	// decision listener (floodgate's logs: "listener":"decide"): the
+	// status, size and duration are the decision's, and the rules that
+	// need the response were not applied.
+	ForProxy bool
 	// NoUpstreamAnswer reports that the upstream did not answer: the
 	// status is the load balancer's own (ALB: target_status_code "-": a
 	// target that failed or timed out, a redirect or fixed response).

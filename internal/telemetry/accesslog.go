@@ -35,6 +35,12 @@ type AccessRecord struct {
 	Client string
 	// Bytes is the size of the response body sent.
 	Bytes int64
+	// Listener is the listener that took the request when it is not the
+	// public one: "internal" (forwarded uncounted unless
+	// internal.evaluate_rules) or "decide" (a decision for a proxy, which
+	// answers with the upstream's response itself); "" for the public
+	// listener.
+	Listener string
 	// BlockedBy is the rule that answered the request itself (429, 403),
 	// "" when it was forwarded.
 	BlockedBy string
@@ -52,7 +58,7 @@ type AccessRecord struct {
 //	 "client":"3f2a9c0d1e4b5a6f","bytes":187,"blocked_by":"rate-limit-ip",
 //	 "would_block":["shadow-requests"]}
 //
-// blocked_by and would_block are left out when empty. Every record is one
+// listener, blocked_by and would_block are left out when empty. Every record is one
 // Write call to the underlying writer, so records never interleave; wrap
 // a file in a bufio.Writer (and flush it) to save system calls.
 //
@@ -122,6 +128,10 @@ func AppendAccessRecord(dst []byte, rec *AccessRecord) []byte {
 	dst = appendJSONString(dst, rec.Client)
 	dst = append(dst, `,"bytes":`...)
 	dst = strconv.AppendInt(dst, rec.Bytes, 10)
+	if rec.Listener != "" {
+		dst = append(dst, `,"listener":`...)
+		dst = appendJSONString(dst, rec.Listener)
+	}
 	if rec.BlockedBy != "" {
 		dst = append(dst, `,"blocked_by":`...)
 		dst = appendJSONString(dst, rec.BlockedBy)

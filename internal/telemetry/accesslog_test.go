@@ -55,6 +55,15 @@ func TestAccessRecordFormat(t *testing.T) {
 	if !strings.Contains(got, `"ua_class":"browser"`) {
 		t.Errorf("record with UAClass browser = %s", got)
 	}
+	if strings.Contains(got, "listener") {
+		t.Errorf("record of the public listener = %s, want no listener", got)
+	}
+
+	// A request of another listener says which.
+	rec.Listener = "internal"
+	if got = string(AppendAccessRecord(nil, &rec)); !strings.Contains(got, `"bytes":187,"listener":"internal"}`) {
+		t.Errorf("record of the internal listener = %s", got)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

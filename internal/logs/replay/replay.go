@@ -23,14 +23,17 @@
 // Each request record becomes the request the rules would have seen: its
 // method; its path percent-decoded and cleaned as the gateway cleans it
 // (floodgate's access log records the path the rules saw, decoded and
-// cleaned, without the query: it is taken as it is); its query; Host (ALB and WAF logs record it); the User-Agent header;
-// and the route its path matches among the configuration's routes. A
-// request no route matches is counted as unrouted and not evaluated, as
-// the gateway answers it 404 before the rules; so is a record whose
-// request line was not HTTP (its method or target missing), which the
-// gateway's HTTP server answers 400. Other headers, cookies,
-// sessions and API client ids are not in access logs: rules that read
-// them see them absent.
+// cleaned, without the query: it is taken as it is); its query; Host
+// (ALB and WAF logs record it); the User-Agent header; the listener
+// (floodgate's access log: the internal listener's requests meet the
+// rules only with InternalRules, the decision listener's not the rules
+// that need the response); and the route its path matches among the
+// configuration's routes. A request no route matches is counted as
+// unrouted and not evaluated, as the gateway answers it 404 before the
+// rules; so is a record whose request line was not HTTP (its method or
+// target missing), which the gateway's HTTP server answers 400. Other
+// headers, cookies, sessions and API client ids are not in access logs:
+// rules that read them see them absent.
 //
 // The client is the log's: an IP address is grouped by the configured
 // prefix lengths (IPv6 /64 by default) like the gateway's "ip" key. A
@@ -96,6 +99,10 @@ type Options struct {
 	Resolver *clientip.Resolver
 	// LogOnly replays in log-only mode; see the package comment.
 	LogOnly bool
+	// InternalRules evaluates the rules for requests the gateway took on
+	// its internal listener (internal.evaluate_rules); by default they
+	// are forwarded uncounted, as the gateway does.
+	InternalRules bool
 	// MaxKeys caps the store's counters (memory.Options.MaxKeys); 0 is
 	// memory.DefaultMaxKeys.
 	MaxKeys int
@@ -118,6 +125,7 @@ type Replay struct {
 	index    map[*rules.Rule]int
 	clients  []clientKey // by ClientID
 	unrouted int64
+	internal bool  // Options.InternalRules
 	timed    int64 // requests whose record gives the upstream's duration
 	late     int64 // requests older than the clock when replayed
 	lateMax  int64 // the most one was older, nanoseconds
@@ -144,7 +152,7 @@ type clientKey struct {
 
 // New returns a Replay of the rules in o.
 func New(o Options) *Replay {
-	r := &Replay{routes: o.Routes, resolver: o.Resolver, index: map[*rules.Rule]int{},
+	r := &Replay{routes: o.Routes, resolver: o.Resolver, internal: o.InternalRules, index: map[*rules.Rule]int{},
 		header: http.Header{}, strs: map[string]string{}}
 	if r.resolver == nil {
 		r.resolver = &clientip.Resolver{}
@@ -204,7 +212,7 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 		r.lateMax = max(r.lateMax, r.now-rec.Time)
 	}
 	r.now = max(r.now, rec.Time)
-	if rec.Duration > 0 {
+	if rec.Duration > 0 && !rec.ForProxy {
 		r.timed++
 	}
 	r.cur.client = id
@@ -236,6 +244,10 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 			return
 		}
 	}
+	if rec.Internal && !r.internal {
+		// The internal listener forwards uncounted.
+		return
+	}
 
 	r.url = url.URL{Path: p}
 	if len(rawQuery) > 0 {
@@ -262,12 +274,13 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	}
 	ck := r.clientKey(id)
 	req.ClientIP, req.ClientPrefix = ck.addr, ck.prefix
+	req.Internal, req.NoResponse = rec.Internal, rec.ForProxy
 	v := r.engine.Evaluate(ctx, req)
 	// The response, for count_when and cost rules: the log's, unless the
 	// replayed rules refused the request (enforce mode) or the log says it
 	// was refused or answered by the load balancer: then the status is not
 	// the upstream's.
-	forwarded := v.Rule == nil && len(rec.BlockedBy) == 0 && !rec.NoUpstreamAnswer
+	forwarded := v.Rule == nil && len(rec.BlockedBy) == 0 && !rec.NoUpstreamAnswer && !rec.ForProxy
 	resp := rules.Response{Status: rec.Status, Bytes: max(rec.Bytes, 0), Upstream: rec.Duration, Forwarded: forwarded}
 	if v.Rule != nil {
 		resp = rules.Response{Status: http.StatusTooManyRequests}

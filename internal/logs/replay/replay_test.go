@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -454,5 +455,51 @@ rules:
 	}
 	if got := res.Rules[1].Charged; got != 0 {
 		t.Errorf("error-bytes charged %v, want 0: the 502 is the load balancer's own", got)
+	}
+}
+
+// TestListeners: what floodgate's access log says of the listener that
+// took a request is replayed as the gateway treats it. The internal
+// listener's requests meet no rule, unless internal.evaluate_rules, and
+// then with client.internal; the decision listener's meet no rule that
+// needs the response, and their status is the decision's, not the
+// upstream's.
+func TestListeners(t *testing.T) {
+	set, c := compile(t, `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+routes: [{name: api, path: /, upstream: api}]
+rules:
+  - {name: per-ip, action: count, limits: [2/1h]}
+  - {name: internal, action: count, when: "client.internal", limits: [1000/1h]}
+  - {name: errors, action: count, key: [], count_when: "response.status >= 200", cost: response_bytes, limits: [1000000/1h]}
+`)
+	access := func(i int, listener string) string {
+		return fmt.Sprintf(`{"time":"2026-09-22T10:00:%02dZ","msg":"access","method":"GET","path":"/","status":200,"route":"api","duration_ms":1,"ua":"curl/8.0","ua_class":"script","client":"3f2a9c0d1e4b5a6f","bytes":10%s}`, i, listener)
+	}
+	var lines []string
+	for i := range 3 {
+		lines = append(lines, access(i, `,"listener":"internal"`))
+	}
+	for i := range 2 {
+		lines = append(lines, access(10+i, `,"listener":"decide"`))
+	}
+	lines = append(lines, access(20, ""))
+	file := writeLog(t, t.TempDir(), "access.log", lines)
+	for _, tc := range []struct {
+		internalRules               bool
+		perIP, internal, wouldBlock int64
+		errorsMatched               int64
+		charged                     float64
+	}{
+		{false, 3, 0, 1, 1, 10},
+		{true, 6, 3, 4, 4, 40},
+	} {
+		res := replayFiles(t, Options{Rules: set, Routes: Routes(c), InternalRules: tc.internalRules}, logs.ReadOptions{}, file)
+		got := []int64{res.Rules[0].Matched, res.Rules[1].Matched, res.Rules[0].WouldBlockRequests, res.Rules[2].Matched}
+		want := []int64{tc.perIP, tc.internal, tc.wouldBlock, tc.errorsMatched}
+		if !slices.Equal(got, want) || res.Rules[2].Charged != tc.charged {
+			t.Errorf("internal rules %v: per-ip matched, internal matched, per-ip would block, errors matched = %v, errors charged %v; want %v, %v",
+				tc.internalRules, got, res.Rules[2].Charged, want, tc.charged)
+		}
 	}
 }
