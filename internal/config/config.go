@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -396,6 +397,24 @@ type Route struct {
 	// upstream, like nginx's proxy_request_buffering; "off" (default)
 	// streams it, for streaming routes.
 	RequestBuffering string `yaml:"request_buffering" json:"request_buffering,omitempty"`
+}
+
+// MatchMethods returns the methods r takes, in upper case: its Methods,
+// and HEAD where they hold GET and not HEAD, as Go's ServeMux and nginx's
+// limit_except take it (a HEAD is a GET without the body, RFC 9110
+// section 9.3.2); nil when r takes every method.
+func (r *Route) MatchMethods() []string {
+	if len(r.Methods) == 0 {
+		return nil
+	}
+	ms := make([]string, 0, len(r.Methods)+1)
+	for _, m := range r.Methods {
+		ms = append(ms, strings.ToUpper(m))
+	}
+	if slices.Contains(ms, "GET") && !slices.Contains(ms, "HEAD") {
+		ms = append(ms, "HEAD")
+	}
+	return ms
 }
 
 // RouteGroup fences the paths under Prefix: only the routes of the group

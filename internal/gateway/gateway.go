@@ -303,10 +303,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 				continue
 			}
 		}
-		methods := make([]string, len(rc.Methods))
-		for j, m := range rc.Methods {
-			methods[j] = strings.ToUpper(m)
-		}
+		methods := rc.MatchMethods()
 		t := resolveTimeouts(c.Upstreams[rc.Upstream].Timeouts, rc.Timeouts)
 		rs := routeSettings{
 			name: rc.Name, maxInflight: int64(rc.MaxInflight), capKey: "route\x1f" + rc.Name,

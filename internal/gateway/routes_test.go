@@ -84,3 +84,38 @@ routes:
 		}
 	}
 }
+
+// TestGetRouteTakesHead: a route for GET takes HEAD too, as Go's ServeMux
+// and nginx's limit_except GET do, and a method the route does not list
+// still falls through to the next route.
+func TestGetRouteTakesHead(t *testing.T) {
+	seen := make(chan string, 8)
+	up := func(name string) *httptest.Server {
+		s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen <- name + " " + r.Method
+		}))
+		t.Cleanup(s.Close)
+		return s
+	}
+	api, other := up("api"), up("other")
+	c := newCostHarness(t, `
+upstreams:
+  api: {url: "`+api.URL+`"}
+  other: {url: "`+other.URL+`"}
+routes:
+  - {name: read, path: /items, methods: [get], upstream: api}
+  - {name: rest, path: /, upstream: other}
+`, http.NotFoundHandler())
+	for _, tc := range []struct{ method, want string }{
+		{"GET", "api GET"}, {"HEAD", "api HEAD"}, {"POST", "other POST"},
+	} {
+		resp, _ := c.do(tc.method, "/items", "203.0.113.1")
+		if resp.StatusCode != 200 {
+			t.Errorf("%s /items = %d, want 200", tc.method, resp.StatusCode)
+			continue
+		}
+		if got := <-seen; got != tc.want {
+			t.Errorf("%s /items reached %q, want %q", tc.method, got, tc.want)
+		}
+	}
+}

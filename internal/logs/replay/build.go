@@ -88,10 +88,7 @@ func Routes(c *config.Config) *proxy.Router {
 		if err != nil {
 			continue
 		}
-		methods := make([]string, len(rc.Methods))
-		for j, m := range rc.Methods {
-			methods[j] = strings.ToUpper(m)
-		}
+		methods := rc.MatchMethods()
 		rt.Routes = append(rt.Routes, &proxy.Route{Index: i, Name: rc.Name, Group: rc.Group, Pattern: pt, Methods: methods})
 	}
 	return rt
