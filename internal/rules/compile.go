@@ -167,19 +167,31 @@ func Compile(f *config.File) (*Set, config.Problems) {
 			names = append(names, name)
 		}
 		slices.Sort(names)
-		for j, name := range names {
+		// The rule's own problems come with every plan: each is reported
+		// once, and also when no plan has limits.
+		seen := map[string]bool{}
+		compiled := false
+		for _, name := range names {
 			if len(plans[name]) == 0 {
 				continue
 			}
 			prc := rc
 			prc.Name, prc.Limits, prc.LimitsFrom = rc.Name+"."+name, plans[name], ""
 			r, ps := compileRule(f, env, respEnv, ms, i, prc)
-			if j == 0 {
-				problems = append(problems, ps...) // the same problems for every plan
+			compiled = true
+			for _, p := range ps {
+				if !seen[p.Error()] {
+					seen[p.Error()] = true
+					problems = append(problems, p)
+				}
 			}
 			r.Plan = name
 			r.Index = len(set.Rules)
 			set.Rules = append(set.Rules, r)
+		}
+		if !compiled {
+			_, ps := compileRule(f, env, respEnv, ms, i, rc)
+			problems = append(problems, ps...)
 		}
 	}
 	shareConditions(set.Rules)

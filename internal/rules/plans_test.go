@@ -121,3 +121,36 @@ func TestPlanLimitsAndIdentityKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanRuleProblemsWhateverThePlans: a limits_from: plan rule's own
+// problems (here its condition) are reported once, whichever plan sorts
+// first and even when no plan has limits.
+func TestPlanRuleProblemsWhateverThePlans(t *testing.T) {
+	for _, plans := range []string{
+		"{basic: [], pro: [10/1m]}",   // the first plan has no limits
+		"{pro: [10/1m], zzz: [5/1m]}", // two plans with limits
+		"{basic: [], free: []}",       // none has limits
+	} {
+		src := `upstreams: {api: {url: 'http://127.0.0.1:1'}}
+api_clients:
+  plans: ` + plans + `
+rules:
+  - name: plan
+    when: "request.method == 'GET' &&& bogus("
+    key: [api_client]
+    limits_from: plan
+`
+		f, err := config.Parse("t.yaml", []byte(src), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Config.ApplyDefaults()
+		if ps := f.Validate(); len(ps) > 0 {
+			t.Fatal(ps)
+		}
+		_, ps := rules.Compile(f)
+		if len(ps) != 1 || ps[0].Field != "rules[0].when" {
+			t.Errorf("plans %s: Compile problems %v, want one, of rules[0].when", plans, ps)
+		}
+	}
+}
