@@ -159,6 +159,30 @@ func TestDiffRules(t *testing.T) {
 	}
 }
 
+// TestDiffRulesPlans: a rule with limits_from: plan is one rule per plan
+// with limits, NAME.PLAN, as in metrics and logs: changing, adding or
+// removing a plan's limits is a change of that rule (its counters start
+// afresh), and moving a client to another plan changes no rule.
+func TestDiffRulesPlans(t *testing.T) {
+	conf := func(plans map[string][]string, clientPlan string) config.Config {
+		return config.Config{
+			APIClients: config.APIClients{Plans: plans, Clients: []config.APIClient{{ID: "a", Plan: clientPlan}}},
+			Rules:      []config.Rule{{Name: "plan", Action: "block", Key: []string{"api_client"}, LimitsFrom: config.LimitsFromPlan}},
+		}
+	}
+	old := conf(map[string][]string{"standard": {"5/1m"}, "enhanced": {"10/1m"}, "gold": {"20/1m"}, "exempt": {}}, "standard")
+	next := conf(map[string][]string{"standard": {"8/1m"}, "enhanced": {"10/1m"}, "exempt": {"1000/1m"}}, "enhanced")
+	got := diffRules(&old, &next)
+	want := ruleChanges{added: []string{"plan.exempt"}, removed: []string{"plan.gold"}, changed: []string{"plan.standard"}}
+	if diff := cmp.Diff(got, want, cmp.AllowUnexported(ruleChanges{})); diff != "" {
+		t.Errorf("diffRules (-got +want):\n%s", diff)
+	}
+	moved := conf(old.APIClients.Plans, "enhanced")
+	if got := diffRules(&old, &moved); len(got.added)+len(got.removed)+len(got.changed) != 0 {
+		t.Errorf("diffRules(a client moved to another plan) = %+v, want nothing", got)
+	}
+}
+
 // TestReloadLogsRuleChanges: every reload names the rules it adds,
 // removes and changes, and one that removes rules (as a truncated file
 // does) says so at WARN.
