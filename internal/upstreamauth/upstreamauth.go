@@ -276,8 +276,10 @@ func (s *Source) fetchToken(ctx context.Context) (*token, error) {
 	if typ := ot.Type(); !strings.EqualFold(typ, "Bearer") {
 		return nil, fmt.Errorf("upstreamauth: fetch token: token type %q, want Bearer", typ)
 	}
-	if strings.ContainsAny(ot.AccessToken, " \t\r\n") {
-		return nil, errors.New("upstreamauth: fetch token: access token contains white space")
+	// What cannot go into an Authorization field would fail every
+	// request for the token's lifetime: a failed fetch instead.
+	if strings.ContainsFunc(ot.AccessToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+		return nil, errors.New("upstreamauth: fetch token: access token contains white space or a control character")
 	}
 	now := s.now()
 	life := lifetime(ot, now)

@@ -328,6 +328,37 @@ func TestWrongCredentials(t *testing.T) {
 	assertClean(t, "error", err.Error())
 }
 
+// TestTokenThatCannotBeSentIsAFailedFetch: an access token with a control
+// character cannot go into an Authorization header; it is a failed fetch
+// (backoff, retried), not a token cached for its whole lifetime while
+// every request to the upstream fails.
+func TestTokenThatCannotBeSentIsAFailedFetch(t *testing.T) {
+	for _, tok := range []string{`tok\u0001bad`, `tok\u007f`, `tok\u0000`, `tok\r\nX-Injected: 1`} {
+		var fetches atomic.Int64
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if fetches.Add(1) == 1 {
+				fmt.Fprintf(w, `{"access_token":"%s","token_type":"Bearer","expires_in":36000}`, tok)
+				return
+			}
+			io.WriteString(w, `{"access_token":"good","token_type":"Bearer","expires_in":36000}`)
+		}))
+		c := &clock{t: t0}
+		s, err := New(Options{TokenURL: ts.URL + TokenPath, ClientID: clientID, ClientSecret: clientSecret, Now: c.Now, HTTPClient: ts.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.Token(context.Background()); err == nil {
+			t.Errorf("access token %s: Token() = %q, nil; want an error", tok, got)
+		}
+		c.Set(DefaultMinBackoff)
+		if got, err := s.Token(context.Background()); err != nil || got != "good" {
+			t.Errorf("access token %s, after the backoff: Token() = %q, %v; want the next fetch's", tok, got, err)
+		}
+		ts.Close()
+	}
+}
+
 func TestUnreachableEndpointErrorIsClean(t *testing.T) {
 	ts := newTokenServer(t)
 	ts.Close()
