@@ -58,6 +58,11 @@ func TestValidateReportsEachProblemOnce(t *testing.T) {
 			want: []string{`F:4: upstreams.api.auth.client_secret: client_id is set but client_secret is empty: set both, or neither with optional: true`},
 		},
 		{
+			name: "a header credential with a control character",
+			yaml: "upstreams:\n  api:\n    url: http://127.0.0.1:22081\n    auth: {type: header, header_value: \"Bearer a\\x01b\"}\n",
+			want: []string{`F:4: upstreams.api.auth.header_value: the value contains a control character (a line break, NUL, DEL, …), which no request can carry`},
+		},
+		{
 			name: "a message's texts with several mistakes",
 			yaml: base + "rules: [{name: a, limits: [10/1m], message: {en: '{foo} or {bar}', es: '}'}}]\n",
 			want: []string{

@@ -217,8 +217,8 @@ func (v *validator) upstreamAuth(name string, u Upstream) {
 		if strings.TrimSpace(a.HeaderValue) == "" && !a.Optional {
 			v.add(at("header_value"), "a header credential is required (optional is false)")
 		}
-		if strings.ContainsAny(a.HeaderValue, "\r\n\x00") {
-			v.add(at("header_value"), "the value contains a line break or NUL")
+		if strings.ContainsFunc(a.HeaderValue, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }) {
+			v.add(at("header_value"), "the value contains a control character (a line break, NUL, DEL, …), which no request can carry")
 		}
 		if a.ClientID != "" || a.ClientSecret != "" {
 			v.add(at("client_id"), "client_id and client_secret are for type client_credentials")
