@@ -63,6 +63,11 @@ func TestValidateReportsEachProblemOnce(t *testing.T) {
 			want: []string{`F:4: upstreams.api.auth.header_value: the value contains a control character (a line break, NUL, DEL, …), which no request can carry`},
 		},
 		{
+			name: "a header credential in a field the forwarding sets or drops",
+			yaml: "upstreams:\n  api:\n    url: http://127.0.0.1:22081\n    auth: {type: header, header_name: content-length, header_value: abc}\n",
+			want: []string{`F:4: upstreams.api.auth.header_name: "content-length" is set or removed by the forwarding itself (framing, hop-by-hop or Host), so the credential would not reach the upstream; use a field such as Authorization or X-Api-Key`},
+		},
+		{
 			name: "a message's texts with several mistakes",
 			yaml: base + "rules: [{name: a, limits: [10/1m], message: {en: '{foo} or {bar}', es: '}'}}]\n",
 			want: []string{

@@ -3,8 +3,10 @@ package config
 import (
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -211,8 +213,11 @@ func (v *validator) upstreamAuth(name string, u Upstream) {
 			v.add(at("header_name"), "header_name and header_value are for type header")
 		}
 	case AuthHeader:
-		if !isToken(a.HeaderName) {
+		switch {
+		case !isToken(a.HeaderName):
 			v.add(at("header_name"), fmt.Sprintf("%q is not a header name", a.HeaderName))
+		case slices.Contains(forwardingFields, http.CanonicalHeaderKey(a.HeaderName)):
+			v.add(at("header_name"), fmt.Sprintf("%q is set or removed by the forwarding itself (framing, hop-by-hop or Host), so the credential would not reach the upstream; use a field such as Authorization or X-Api-Key", a.HeaderName))
 		}
 		if strings.TrimSpace(a.HeaderValue) == "" && !a.Optional {
 			v.add(at("header_value"), "a header credential is required (optional is false)")
@@ -228,6 +233,12 @@ func (v *validator) upstreamAuth(name string, u Upstream) {
 		v.add(at("api_client"), fmt.Sprintf("no api_clients.clients entry has id %q", a.APIClient))
 	}
 }
+
+// forwardingFields are the header fields the forwarding sets or removes
+// itself: a credential written into one never reaches the upstream as
+// written.
+var forwardingFields = []string{"Host", "Content-Length", "Transfer-Encoding", "Connection",
+	"Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Upgrade"}
 
 func (v *validator) hasClient(id string) bool {
 	for _, c := range v.c.APIClients.Clients {
