@@ -127,6 +127,9 @@ type token struct {
 	fetched   time.Time
 	refreshAt time.Time
 	expiresAt time.Time
+	// rejected is set by Invalidate: the API refused the token, so a
+	// caller waits for its replacement rather than send it again.
+	rejected bool
 }
 
 // New returns a Source for o. It reports every problem with o at once and
@@ -205,18 +208,30 @@ func TokenURL(base string) (string, error) {
 
 // Token returns an access token, from the cache when it is not due for
 // refresh. Otherwise one caller fetches a new token while the others wait
-// for it (or for ctx); ctx bounds only the wait: a fetch, once started,
-// runs to its own FetchTimeout so that a cancelled browser request does
-// not count as a failed fetch. An error matches ErrBackoff when no fetch
+// for it (or for ctx), or, when the cached token is due for refresh but
+// still valid, keep using it meanwhile. ctx bounds only the wait: a fetch,
+// once started, runs to its own FetchTimeout so that a cancelled browser
+// request does not count as a failed fetch. An error matches ErrBackoff when no fetch
 // was attempted because of an earlier failure.
 func (s *Source) Token(ctx context.Context) (string, error) {
-	if t := s.cur.Load(); t != nil && s.now().Before(t.refreshAt) {
-		return t.value, nil
-	}
-	select {
-	case s.fetch <- struct{}{}:
-	case <-ctx.Done():
-		return "", fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
+	t := s.cur.Load()
+	if now := s.now(); t != nil && now.Before(t.expiresAt) && !t.rejected {
+		if now.Before(t.refreshAt) {
+			return t.value, nil
+		}
+		// Due for refresh but still valid: one caller refreshes, the
+		// others keep using it rather than wait for the fetch.
+		select {
+		case s.fetch <- struct{}{}:
+		default:
+			return t.value, nil
+		}
+	} else {
+		select {
+		case s.fetch <- struct{}{}:
+		case <-ctx.Done():
+			return "", fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
+		}
 	}
 	defer func() { <-s.fetch }()
 
@@ -350,7 +365,7 @@ func (s *Source) Invalidate(tok string) {
 		return
 	}
 	n := *t
-	n.refreshAt = now
+	n.refreshAt, n.rejected = now, true
 	s.cur.CompareAndSwap(t, &n)
 }
 

@@ -295,6 +295,60 @@ func TestBackoffAndRecovery(t *testing.T) {
 	}
 }
 
+// TestEarlyRefreshDoesNotHoldUpOthers: while one caller refreshes a token
+// that is due for refresh but still valid, the others keep using it
+// instead of waiting for the fetch, which a slow endpoint makes last up to
+// the fetch timeout.
+func TestEarlyRefreshDoesNotHoldUpOthers(t *testing.T) {
+	var fetches atomic.Int64
+	entered, gate := make(chan struct{}), make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := fetches.Add(1)
+		if n == 2 { // the refresh: slow
+			close(entered)
+			<-gate
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":3600}`, n)
+	}))
+	defer ts.Close()
+	c := &clock{t: t0}
+	s, err := New(Options{TokenURL: ts.URL + TokenPath, ClientID: clientID, ClientSecret: clientSecret, Now: c.Now, HTTPClient: ts.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantToken(t, s, "tok-1")
+	c.Set(3600*time.Second - DefaultEarlyExpiry) // due for refresh, valid for 60 s more
+
+	refreshed := make(chan string)
+	go func() {
+		tok, _ := s.Token(context.Background())
+		refreshed <- tok
+	}()
+	<-entered
+	other := make(chan string, 1)
+	go func() {
+		tok, _ := s.Token(context.Background())
+		other <- tok
+	}()
+	select {
+	case tok := <-other:
+		if tok != "tok-1" {
+			t.Errorf("during the refresh: Token() = %q, want the valid tok-1", tok)
+		}
+	case <-time.After(10 * time.Second): // a bound, not a measure
+		t.Error("a caller with a valid token waited for another's refresh")
+	}
+	close(gate)
+	if tok := <-refreshed; tok != "tok-2" {
+		t.Errorf("the refreshing caller got %q, want tok-2", tok)
+	}
+	wantToken(t, s, "tok-2")
+	if n := fetches.Load(); n != 2 {
+		t.Errorf("%d fetches, want 2", n)
+	}
+}
+
 func TestRefreshFailureKeepsOldTokenUntilExpiry(t *testing.T) {
 	ts := newTokenServer(t)
 	ts.expiresIn = 3600
