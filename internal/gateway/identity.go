@@ -255,13 +255,18 @@ func authTransport(f *config.File, name string, o Options, shared *Shared) (func
 }
 
 // tokenClient is the HTTP client of token fetches: never an environment
-// proxy, bounded dialing.
+// proxy, bounded dialing, and no redirect followed, since a 307 or 308
+// would post the client secret again, to wherever it points (a redirect
+// is a failed fetch that names its status).
 func tokenClient() *http.Client {
 	d := &net.Dialer{Timeout: 5 * time.Second}
-	return &http.Client{Transport: &http.Transport{
-		Proxy: nil, DialContext: d.DialContext, TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second,
-	}}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy: nil, DialContext: d.DialContext, TLSHandshakeTimeout: 10 * time.Second,
+			MaxIdleConnsPerHost: 2, IdleConnTimeout: 90 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // headerTransport sends a fixed credential header, with the browser's

@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/floodgate/floodgate/internal/config"
@@ -128,5 +132,37 @@ upstreams:
 	}
 	if got := sources(); len(got) != 1 || got[0] == first[0] {
 		t.Errorf("changed credentials: %d sources (the old one kept: %v), want only the new one", len(got), len(got) > 0 && got[0] == first[0])
+	}
+}
+
+// TestTokenFetchFollowsNoRedirect: the client credentials go to the token
+// endpoint only. A redirect (a 307 or 308 would post them again, to
+// another host or over plain http) is a failed fetch that names its
+// status.
+func TestTokenFetchFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int64
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"tok","token_type":"Bearer","expires_in":3600}`)
+	}))
+	defer other.Close()
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/token/", code)
+		}))
+		src, err := upstreamauth.New(upstreamauth.Options{TokenURL: endpoint.URL + "/token/",
+			ClientID: "gateway", ClientSecret: "s3cret", HTTPClient: tokenClient()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := src.Token(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "status "+strconv.Itoa(code)) {
+			t.Errorf("a %d from the token endpoint: Token() = %q, %v; want a failed fetch", code, tok, err)
+		}
+		endpoint.Close()
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect's target got %d requests, want none", n)
 	}
 }
