@@ -289,7 +289,7 @@ func (s *Source) fetchToken(ctx context.Context) (*token, error) {
 		return nil, s.redact(err)
 	}
 	if typ := ot.Type(); !strings.EqualFold(typ, "Bearer") {
-		return nil, fmt.Errorf("upstreamauth: fetch token: token type %q, want Bearer", typ)
+		return nil, fmt.Errorf("upstreamauth: fetch token: token type %q, want Bearer", s.scrub(typ))
 	}
 	// What cannot go into an Authorization field would fail every
 	// request for the token's lifetime: a failed fetch instead.
@@ -346,11 +346,17 @@ func (s *Source) redact(err error) error {
 	default:
 		msg = err.Error()
 	}
+	return fmt.Errorf("upstreamauth: fetch token from %s: %s", s.cfg.TokenURL, s.scrub(msg))
+}
+
+// scrub returns msg, text from or about the token endpoint's answer, with
+// the client secret, as written or URL-encoded, replaced.
+func (s *Source) scrub(msg string) string {
 	if s.secret != "" {
 		msg = strings.ReplaceAll(msg, s.secret, "[redacted]")
 		msg = strings.ReplaceAll(msg, url.QueryEscape(s.secret), "[redacted]")
 	}
-	return fmt.Errorf("upstreamauth: fetch token from %s: %s", s.cfg.TokenURL, msg)
+	return msg
 }
 
 // Invalidate asks for a new token on the next call to Token if tok is the

@@ -413,6 +413,30 @@ func TestTokenThatCannotBeSentIsAFailedFetch(t *testing.T) {
 	}
 }
 
+// TestEchoedSecretInTokenTypeIsRedacted: an endpoint that answers 200 with
+// the client secret as the token type gets a failed fetch whose error and
+// log line do not hold the secret.
+func TestEchoedSecretInTokenTypeIsRedacted(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"access_token":"tok","token_type":%q,"expires_in":3600}`, r.PostForm.Get("client_secret"))
+	}))
+	defer ts.Close()
+	var logs bytes.Buffer
+	s, err := New(Options{TokenURL: ts.URL + TokenPath, ClientID: clientID, ClientSecret: clientSecret,
+		HTTPClient: ts.Client(), Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Token(context.Background())
+	if err == nil {
+		t.Fatal("Token() with a token type that is not Bearer succeeded")
+	}
+	assertClean(t, "error", err.Error())
+	assertClean(t, "log", logs.String())
+}
+
 func TestUnreachableEndpointErrorIsClean(t *testing.T) {
 	ts := newTokenServer(t)
 	ts.Close()
