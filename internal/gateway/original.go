@@ -87,12 +87,14 @@ func readOriginal(protocol string, r *http.Request) (original, error) {
 		return o, err
 	}
 	switch {
-	case proto == "", strings.EqualFold(proto, "http"):
+	// Traefik says ws and wss for a WebSocket's opening request: the
+	// same request, over http and https.
+	case proto == "", strings.EqualFold(proto, "http"), strings.EqualFold(proto, "ws"):
 		o.scheme = "http"
-	case strings.EqualFold(proto, "https"):
+	case strings.EqualFold(proto, "https"), strings.EqualFold(proto, "wss"):
 		o.scheme = "https"
 	default:
-		return o, originalError("X-Forwarded-Proto is neither http nor https")
+		return o, originalError("X-Forwarded-Proto is none of http, https, ws and wss")
 	}
 	return o, nil
 }

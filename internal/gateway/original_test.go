@@ -55,7 +55,11 @@ var originalCases = []originalCase{
 	{name: "nginx bad escape", protocol: config.DecideNginx, hdr: []string{"X-Original-Method", "GET", "X-Original-URI", "/a%zz"}, err: "not a valid path"},
 	{name: "nginx uri too long", protocol: config.DecideNginx, hdr: []string{"X-Original-Method", "GET", "X-Original-URI", "/" + strings.Repeat("a", 8<<10)}, err: "longer than 8 KiB"},
 	{name: "nginx proto list", protocol: config.DecideNginx, hdr: []string{"X-Original-Method", "GET", "X-Original-URI", "/", "X-Forwarded-Proto", "https, http"}, err: "more than once"},
-	{name: "nginx proto other", protocol: config.DecideNginx, hdr: []string{"X-Original-Method", "GET", "X-Original-URI", "/", "X-Forwarded-Proto", "gopher"}, err: "neither http nor https"},
+	{name: "nginx proto other", protocol: config.DecideNginx, hdr: []string{"X-Original-Method", "GET", "X-Original-URI", "/", "X-Forwarded-Proto", "gopher"}, err: "none of http, https, ws and wss"},
+	{name: "forwarded websocket over tls", protocol: config.DecideForwarded, hdr: []string{"X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/socket", "X-Forwarded-Proto", "wss"},
+		want: [5]string{"GET", "/socket", "", "api.example", "https"}},
+	{name: "forwarded websocket", protocol: config.DecideForwarded, hdr: []string{"X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/socket", "X-Forwarded-Proto", "WS"},
+		want: [5]string{"GET", "/socket", "", "api.example", "http"}},
 	{name: "nginx ignores the forwarded convention", protocol: config.DecideNginx, hdr: []string{"X-Forwarded-Method", "GET", "X-Forwarded-Uri", "/"}, err: "X-Original-Method is missing"},
 
 	{name: "forwarded", protocol: config.DecideForwarded, hdr: []string{"X-Forwarded-Method", "DELETE", "X-Forwarded-Uri", "/api/v1/x?q=%2F", "X-Forwarded-Host", "api.mavedb.org:443", "X-Forwarded-Proto", "https"},
@@ -195,7 +199,7 @@ func FuzzReadOriginal(f *testing.F) {
 // fuzzed value may happen to be part of.
 const decideMessages = "is missing: the proxy's configuration must set it was sent more than once: the proxy must set it, not append to it " +
 	"X-Forwarded-Host is not a host name or address with an optional port the original path must follow /decide (ext_authz http_service path_prefix: /decide) " +
-	"decide.protocol is not set the original method is not an HTTP method X-Forwarded-Proto is neither http nor https " +
+	"decide.protocol is not set the original method is not an HTTP method X-Forwarded-Proto is none of http, https, ws and wss " +
 	"the original URI is not a path (origin-form: /path?query) the original URI is longer than 8 KiB " +
-	"the original URI holds a control character, a space or a fragment the original URI is not a valid path and query " +
+	"the original URI holds a control character or a space the original URI is not a valid path and query " +
 	"X-Original-Method X-Original-Uri X-Forwarded-Method X-Forwarded-Uri X-Forwarded-Proto"
