@@ -285,38 +285,50 @@ func (e *Engine) decide(ctx context.Context, req *Request, r *Rule, key []byte, 
 			return d, true, false, nil
 		}
 	}
+	var capKey string // the per-key cap's key: "key\x1f" and the key
 	if r.MaxInflight > 0 || r.MaxInflightPerKey > 0 {
-		if !e.acquire(req, r, skey, enforce) {
+		var ok bool
+		if capKey, ok = e.acquire(req, r, skey, enforce); !ok {
 			return ratelimit.Decision{RetryAfter: r.unavailableRetry()}, true, true, nil
 		}
 	}
 	if r.deferred {
-		req.deferred = append(req.deferred, deferredCharge{rule: r, key: string(key)})
+		k := capKey[min(len(capKey), len(capKeyPrefix)):] // the key, sharing the cap key's copy
+		if k == "" {
+			k = string(key)
+		}
+		req.deferred = append(req.deferred, deferredCharge{rule: r, key: k})
 	}
 	return d, false, false, nil
 }
 
-// acquire takes the rule's concurrency slots, all or none. In shadow
-// (enforce false) a full cap is reported but nothing is held past it.
-func (e *Engine) acquire(req *Request, r *Rule, skey string, enforce bool) bool {
+// capKeyPrefix begins the key of a per-key concurrency cap.
+const capKeyPrefix = "key\x1f"
+
+// acquire takes the rule's concurrency slots, all or none, and returns
+// the per-key cap's key when there is one (a copy of skey after
+// capKeyPrefix, which a deferred charge may share). In shadow (enforce
+// false) a full cap is reported but nothing is held past it.
+func (e *Engine) acquire(req *Request, r *Rule, skey string, enforce bool) (string, bool) {
 	if r.MaxInflight > 0 {
 		if !e.Inflight.Acquire(r.capKey, r.MaxInflight) {
-			return false
+			return "", false
 		}
 		req.held = append(req.held, heldSlot{r.capKey})
 	}
 	if r.MaxInflightPerKey > 0 {
-		k := "key\x1f" + skey
+		k := capKeyPrefix + skey
 		if !e.Inflight.Acquire(k, r.MaxInflightPerKey) {
 			if r.MaxInflight > 0 { // give back the per-process slot just taken
 				e.Inflight.Release(r.capKey)
 				req.held = req.held[:len(req.held)-1]
 			}
-			return false
+			return "", false
 		}
 		req.held = append(req.held, heldSlot{k})
+		return k, true
 	}
-	return true
+	return "", true
 }
 
 // Response is what Finish needs to know of the answer a request got.
