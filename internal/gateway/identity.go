@@ -235,6 +235,7 @@ func authTransport(f *config.File, name string, o Options, shared *Shared) (func
 		src, err := shared.tokenSource(upstreamauth.Options{
 			TokenURL: tokenURL, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
 			HTTPClient: tokenClient(), Logger: o.Logger.With("upstream", name), Now: o.Now,
+			OnFetch: o.Metrics.TokenFetched(name),
 		})
 		if err != nil {
 			return nil, err

@@ -654,11 +654,19 @@ func TestOpenverseTokenEndpointDown(t *testing.T) {
 	if resp, _ := h.get(h.public.URL, "/", "203.0.113.70"); resp.StatusCode != http.StatusOK {
 		t.Errorf("page load while the token endpoint is down: %d", resp.StatusCode)
 	}
+	// The failure is counted, once: the other requests met the backoff.
+	const fetches = `floodgate_upstream_token_fetches_total{result="%s",upstream="api"}`
+	if f, s := h.metric(fmt.Sprintf(fetches, "failure")), h.metric(fmt.Sprintf(fetches, "success")); f != 1 || s != 0 {
+		t.Errorf("token fetches: %v failed, %v succeeded; want 1 and 0", f, s)
+	}
 	// Once the endpoint is back and the backoff over, searches work.
 	h.api.tokenDown.Store(false)
 	h.clock.Add(10 * time.Minute)
 	if resp, _ := h.get(h.public.URL, "/api/search/image/?q=cat", "203.0.113.70"); resp.StatusCode != http.StatusOK {
 		t.Errorf("after recovery: %d", resp.StatusCode)
+	}
+	if f, s := h.metric(fmt.Sprintf(fetches, "failure")), h.metric(fmt.Sprintf(fetches, "success")); f != 1 || s != 1 {
+		t.Errorf("token fetches after recovery: %v failed, %v succeeded; want 1 and 1", f, s)
 	}
 }
 

@@ -31,6 +31,7 @@ type Metrics struct {
 	// (Failures.Upstream).
 	upstreamErrors *prometheus.CounterVec
 	unsolicited    *prometheus.CounterVec
+	tokenFetches   *prometheus.CounterVec
 	storeErrors    prometheus.Counter
 	storeLatency   prometheus.Histogram
 	inflight       prometheus.Gauge
@@ -114,7 +115,11 @@ func NewMetrics(version string) *Metrics {
 		Name: "floodgate_upstream_errors_total",
 		Help: "Requests an upstream failed, by upstream and kind: refused, timeout, reset, bad_response or unreachable.",
 	}, []string{"upstream", "kind"})
-	reg.MustRegister(m.candidates, m.charged, m.degraded, m.upstreamErrors)
+	m.tokenFetches = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "floodgate_upstream_token_fetches_total",
+		Help: "Fetches of floodgate's own token for an upstream (auth.type client_credentials), by upstream and result: success or failure.",
+	}, []string{"upstream", "result"})
+	reg.MustRegister(m.candidates, m.charged, m.degraded, m.upstreamErrors, m.tokenFetches)
 	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "floodgate_config_reloads_total",
 		Help: "Configuration loads, by result: success (applied) or failure (rejected; the previous configuration keeps running).",
@@ -338,6 +343,18 @@ func (rm *RouteMetrics) Request(code int) {
 		rm.codes[code].Store(c)
 	}
 	(*c).Inc()
+}
+
+// TokenFetched returns what counts the fetches of upstream's token.
+func (m *Metrics) TokenFetched(upstream string) func(ok bool) {
+	ok, failed := m.tokenFetches.WithLabelValues(upstream, "success"), m.tokenFetches.WithLabelValues(upstream, "failure")
+	return func(success bool) {
+		if success {
+			ok.Inc()
+		} else {
+			failed.Inc()
+		}
+	}
 }
 
 // UpstreamUnsolicited returns the counter of the answers upstream sent

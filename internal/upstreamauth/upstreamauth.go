@@ -100,6 +100,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives fetch outcomes; default: discarded.
 	Logger *slog.Logger
+	// OnFetch, if set, is called after each fetch with whether it
+	// succeeded (for a metric).
+	OnFetch func(ok bool)
 }
 
 // A Source fetches and caches the gateway's bearer token.
@@ -113,6 +116,7 @@ type Source struct {
 	timeout time.Duration
 	now     func() time.Time
 	log     *slog.Logger
+	onFetch func(ok bool)
 
 	cur   atomic.Pointer[token] // nil until the first success
 	fetch chan struct{}         // one fetcher at a time: holds a value while fetching
@@ -192,6 +196,7 @@ func New(o Options) (*Source, error) {
 		timeout: o.FetchTimeout,
 		now:     o.Now,
 		log:     o.Logger,
+		onFetch: o.OnFetch,
 		fetch:   make(chan struct{}, 1),
 	}, nil
 }
@@ -251,6 +256,9 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	}
 
 	t, err := s.fetchToken(ctx)
+	if s.onFetch != nil {
+		s.onFetch(err == nil)
+	}
 	now = s.now()
 	if err != nil {
 		s.mu.Lock()
