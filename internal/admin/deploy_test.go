@@ -484,12 +484,15 @@ func dedupe(s []string) []string {
 }
 
 // kitYAML exercises every kind of series: shadow and enforced rules, a
-// candidate limit, a cost, a concurrency cap, and a route with upstream
-// latency.
+// candidate limit, a cost, a concurrency cap, a route with upstream
+// latency, and an upstream with floodgate's own credentials.
 const kitYAML = `
-store: {url: %q, timeout: 50ms}
-upstreams: {api: {url: %q}}
+store: {url: %[1]q, timeout: 50ms}
+upstreams:
+  api: {url: %[2]q}
+  tokened: {url: %[2]q, auth: {type: client_credentials, client_id: kit, client_secret: kit-client-secret}}
 routes:
+  - {name: tokened, path: "/t/{rest...}", upstream: tokened}
   - {name: csv, path: "/csv/{id}", upstream: api}
   - {name: api, path: /, upstream: api}
 rules:
