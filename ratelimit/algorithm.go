@@ -110,6 +110,29 @@ const (
 // None of them turns 100/5m into "one request every 3 seconds" from idle:
 // that is GCRA only after its burst of 100 is spent.
 func (l Limit) Take(s State, now, n int64) (State, Decision) {
+	return l.take(s, now, n, false)
+}
+
+// Charge is Take for events that have already happened, such as a
+// request's cost known only once it was served: it records the n events
+// whether or not they fit, so that the counter can go past the limit and
+// refuse what comes next until the excess has drained, as a debt. Take
+// instead records nothing it refuses, so a cost larger than what remains
+// would be forgotten.
+//
+// The counter goes past the limit by at most Count (and a window
+// algorithm's count stays at most MaxWindowCount), so a key is refused
+// for at most about two Windows after one charge, however large. The
+// Decision's Allowed reports whether the n events fitted under the limit;
+// when they did not, Remaining is 0 and RetryAfter is the wait until one
+// event fits again. Everything else is as for Take; a negative n counts
+// as 0.
+func (l Limit) Charge(s State, now, n int64) (State, Decision) {
+	return l.take(s, now, n, true)
+}
+
+// take is Take, and Charge when force is set.
+func (l Limit) take(s State, now, n int64, force bool) (State, Decision) {
 	if !l.valid() {
 		return s, Decision{}
 	}
@@ -119,11 +142,11 @@ func (l Limit) Take(s State, now, n int64) (State, Decision) {
 	var o outcome
 	switch l.Algorithm {
 	case GCRA:
-		s, o = l.takeGCRA(s, now, n)
+		s, o = l.takeGCRA(s, now, n, force)
 	case FixedWindow:
-		s, o = l.takeFixed(s, now, n)
+		s, o = l.takeFixed(s, now, n, force)
 	default:
-		s, o = l.takeSliding(s, now, n)
+		s, o = l.takeSliding(s, now, n, force)
 	}
 	return s, Decision{
 		Allowed:    o.allowed,
@@ -155,7 +178,7 @@ func (l Limit) valid() bool {
 }
 
 // takeSliding implements SlidingWindow.
-func (l Limit) takeSliding(s State, now, n int64) (State, outcome) {
+func (l Limit) takeSliding(s State, now, n int64, force bool) (State, outcome) {
 	w, c := int64(l.Window), l.Count
 	var start, curr, prev int64
 	changed := false
@@ -191,6 +214,15 @@ func (l Limit) takeSliding(s State, now, n int64) (State, outcome) {
 		o.remaining = max(free, 0)
 		o.retry = t + slidingWait(c, w, e, curr, prev, n) - now
 	}
+	if force && !o.allowed {
+		// The count goes to at most twice the limit; after it, not even
+		// one event fits (free − n < 0 before, or the count at the
+		// limit or more), which slidingWait needs.
+		curr = max(curr, min(curr+min(n, 2*c), 2*c, MaxWindowCount))
+		changed = true
+		o.remaining = 0
+		o.retry = t + slidingWait(c, w, e, curr, prev, 1) - now
+	}
 	if changed {
 		s = State{Expiry: start + 2*w, Data: uint64(curr)<<32 | uint64(prev)}
 	}
@@ -221,7 +253,7 @@ func slidingWait(c, w, e, curr, prev, n int64) int64 {
 }
 
 // takeFixed implements FixedWindow.
-func (l Limit) takeFixed(s State, now, n int64) (State, outcome) {
+func (l Limit) takeFixed(s State, now, n int64, force bool) (State, outcome) {
 	w, c := int64(l.Window), l.Count
 	var end, count int64
 	changed := false
@@ -250,6 +282,12 @@ func (l Limit) takeFixed(s State, now, n int64) (State, outcome) {
 		o.remaining = max(free, 0)
 		o.retry = end - now
 	}
+	if force && !o.allowed {
+		count = max(count, min(count+min(n, 2*c), 2*c, MaxWindowCount))
+		changed = true
+		o.remaining = 0
+		o.retry = end - now
+	}
 	if changed {
 		s = State{Expiry: end, Data: uint64(count)}
 	}
@@ -261,7 +299,7 @@ func (l Limit) takeFixed(s State, now, n int64) (State, outcome) {
 
 // takeGCRA implements GCRA: at instant t the bucket lacks (tat − t)/T of
 // its c tokens, where tat is the theoretical arrival time.
-func (l Limit) takeGCRA(s State, now, n int64) (State, outcome) {
+func (l Limit) takeGCRA(s State, now, n int64, force bool) (State, outcome) {
 	w, c := int64(l.Window), l.Count
 	T := w / c // ≥ 1 since c ≤ w
 	bound := c * T
@@ -271,22 +309,30 @@ func (l Limit) takeGCRA(s State, now, n int64) (State, outcome) {
 		tat, last, changed = tat-(last-now), now, true
 	}
 	t := max(now, last) // a clock up to a window back counts as the latest instant
-	used := min(max(tat-t, 0), bound)
+	// Past the bound only after a Charge, by at most another bound; a
+	// State not made here is cut to that, which keeps the sums in range.
+	used := min(max(tat-t, 0), 2*bound)
 	var o outcome
 	switch {
 	case n > c:
-		o.remaining = (bound - used) / T
+		o.remaining = max(bound-used, 0) / T
 		o.retry = w
-	case used+n*T <= bound:
+	case n == 0 || used+n*T <= bound:
 		o.allowed = true
 		if n > 0 {
 			used += n * T
 			tat, last, changed = t+used, t, true
 		}
-		o.remaining = (bound - used) / T
+		o.remaining = max(bound-used, 0) / T
 	default:
-		o.remaining = (bound - used) / T
+		o.remaining = max(bound-used, 0) / T
 		o.retry = t + used + n*T - bound - now
+	}
+	if force && !o.allowed {
+		used = max(used, min(used+min(n, 2*c)*T, 2*bound)) // > bound: one event waits
+		tat, last, changed = t+used, t, true
+		o.remaining = 0
+		o.retry = t + used + T - bound - now
 	}
 	if changed {
 		s = State{Expiry: tat, Data: uint64(last)}

@@ -14,6 +14,10 @@ type model interface {
 	// take reports whether n events fit at t and records them if so, and
 	// the room left after.
 	take(t, n int64) (allowed bool, remaining int64)
+	// charge records n events at t whether or not they fit, as
+	// Limit.Charge documents: the count goes past the limit by at most
+	// the limit.
+	charge(t, n int64)
 }
 
 // windowModel keeps every aligned window's count (FixedWindow and
@@ -46,6 +50,12 @@ func (m *windowModel) take(t, n int64) (bool, int64) {
 	return true, room(usedW + n*m.w)
 }
 
+func (m *windowModel) charge(t, n int64) {
+	i := t / m.w
+	curr := m.counts[i]
+	m.counts[i] = max(curr, min(curr+min(n, 2*m.c), 2*m.c))
+}
+
 // bucketModel is a token bucket whose level is kept in nanoseconds of
 // refill: full at c×T, one token is T.
 type bucketModel struct {
@@ -58,10 +68,17 @@ func (m *bucketModel) take(t, n int64) (bool, int64) {
 	m.level = min(m.full, m.level+(t-m.last))
 	m.last = t
 	if n*m.T > m.level {
-		return false, m.level / m.T
+		return false, max(m.level, 0) / m.T
 	}
 	m.level -= n * m.T
 	return true, m.level / m.T
+}
+
+// charge lets the level go below empty, down to minus a full bucket.
+func (m *bucketModel) charge(t, n int64) {
+	m.level = min(m.full, m.level+(t-m.last))
+	m.last = t
+	m.level = min(m.level, max(m.level-min(n, 2*m.full/m.T)*m.T, -m.full))
 }
 
 func newModel(l Limit) model {
@@ -123,6 +140,10 @@ func checkAgainstModel(t *testing.T, rng *rand.Rand, name string, l Limit) {
 		}
 		n := rng.Int64N(c + 2) // sometimes 0, sometimes more than c
 		before := s
+		if rng.IntN(8) == 0 {
+			s = checkCharge(t, rng, name, i, l, m, s, now)
+			continue
+		}
 		s2, d := l.Take(s, now, n)
 		wantAllowed, wantRemaining := m.take(now, n)
 		if n == 0 {
@@ -159,6 +180,38 @@ func checkAgainstModel(t *testing.T, rng *rand.Rand, name string, l Limit) {
 		}
 	}
 	checkBounds(t, name, l, admitted)
+}
+
+// checkCharge makes a Charge of up to three times the limit on s at now,
+// checks it against m's, and that its RetryAfter is the exact wait for
+// one event; it returns the new State.
+func checkCharge(t *testing.T, rng *rand.Rand, name string, i int, l Limit, m model, s State, now int64) State {
+	t.Helper()
+	n := rng.Int64N(3*l.Count + 1)
+	fits, _ := m.take(now, n) // records n if they fit: then charge adds nothing
+	if !fits {
+		m.charge(now, n)
+	}
+	s2, d := l.Charge(s, now, n)
+	if d.Allowed != (fits || n == 0) {
+		t.Fatalf("%s step %d: Charge(%+v, %d, %d) = %+v, model says fits=%v", name, i, s, now, n, d, fits)
+	}
+	if d.Allowed != (d.RetryAfter == 0) || d.RetryAfter < 0 || d.ResetAfter < 0 || d.ResetAfter > 2*l.Window {
+		t.Fatalf("%s step %d: Charge(%+v, %d, %d) = %+v: inconsistent durations", name, i, s, now, n, d)
+	}
+	if !d.Allowed {
+		if d.Remaining != 0 {
+			t.Fatalf("%s step %d: Charge(%+v, %d, %d) = %+v: in debt with something remaining", name, i, s, now, n, d)
+		}
+		ra := int64(d.RetryAfter)
+		if _, later := l.Take(s2, now+ra, 1); !later.Allowed {
+			t.Fatalf("%s step %d: charged with RetryAfter %d, but Take(%+v, %d, 1) = %+v", name, i, ra, s2, now+ra, later)
+		}
+		if _, early := l.Take(s2, now+ra-1, 1); early.Allowed {
+			t.Fatalf("%s step %d: charged with RetryAfter %d, but 1ns earlier Take(%+v, %d, 1) = %+v", name, i, ra, s2, now+ra-1, early)
+		}
+	}
+	return s2
 }
 
 // checkBounds checks the documented most events in any interval.

@@ -321,5 +321,19 @@ type Store interface {
 	Take(ctx context.Context, key string, n int64, limits ...Limit) (Decision, error)
 }
 
+// A Charger is a Store that can also record events that have already
+// happened, such as a request's cost known only once it was served
+// (Limit.Charge). Charge records n events for key under every limit in
+// limits whether or not they fit, each counter going past its limit by
+// at most the limit's Count, so that the key is refused until the excess
+// has drained. The Decision's Allowed reports whether the events fitted
+// under every limit; otherwise Remaining is 0 and RetryAfter is the wait
+// until one more event fits everywhere. Arguments and errors are as for
+// Take; a failed Charge records nothing.
+type Charger interface {
+	Store
+	Charge(ctx context.Context, key string, n int64, limits ...Limit) (Decision, error)
+}
+
 // ErrNoLimits is returned by stores when Take is called without limits.
 var ErrNoLimits = errors.New("ratelimit: no limits given")

@@ -362,7 +362,17 @@ func (r *replica) close() {
 type shards []*redisstore.Store
 
 func (s shards) Take(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	return s.pick(key).Take(ctx, key, n, limits...)
+}
+
+// Charge charges on the server Take would ask, for the rules' costs.
+func (s shards) Charge(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	return s.pick(key).Charge(ctx, key, n, limits...)
+}
+
+// pick returns the server of key.
+func (s shards) pick(key string) *redisstore.Store {
 	h := fnv.New32a()
 	h.Write([]byte(key))
-	return s[h.Sum32()%uint32(len(s))].Take(ctx, key, n, limits...)
+	return s[h.Sum32()%uint32(len(s))]
 }

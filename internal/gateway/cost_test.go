@@ -505,8 +505,8 @@ rules:
 }
 
 // TestHeaderCostTooLarge: a cost header larger than the budget, however
-// large, fills the budget: the next request is refused. It never counts
-// as nothing.
+// large, counts as twice the budget (the most a budget owes): the next
+// request is refused. It never counts as nothing.
 func TestHeaderCostTooLarge(t *testing.T) {
 	for _, cost := range []string{"1e16", "1e300", "1e400", "99999999999999999999"} {
 		t.Run(cost, func(t *testing.T) {
@@ -523,9 +523,81 @@ rules:
 			if resp, _ := c.do("GET", "/q", "203.0.113.1"); resp.StatusCode != http.StatusTooManyRequests {
 				t.Errorf("after a response costing %s of a budget of 100: %d, want 429", cost, resp.StatusCode)
 			}
-			if got := c.metric(`floodgate_rule_cost_total{cost="header",rule="units"}`); got != 100 {
-				t.Errorf("floodgate_rule_cost_total = %v, want 100 (the budget)", got)
+			if got := c.metric(`floodgate_rule_cost_total{cost="header",rule="units"}`); got != 200 {
+				t.Errorf("floodgate_rule_cost_total = %v, want 200 (twice the budget)", got)
 			}
 		})
+	}
+}
+
+// TestBudgetDebt: what a request costs beyond what remains of a budget is
+// owed, and repaid before the client's next request is admitted, so that
+// a client sending a request every second spends no more than its budget
+// over time (plus one request's cost), whatever the algorithm.
+func TestBudgetDebt(t *testing.T) {
+	for _, alg := range []string{"sliding_window", "gcra", "fixed_window"} {
+		t.Run(alg, func(t *testing.T) {
+			c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: units, cost: "header:X-Cost", algorithm: `+alg+`, limits: [100/1m]}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("X-Cost", "60")
+			}))
+			start := c.clock.Now()
+			var spent int
+			for range 600 { // ten minutes, a request a second
+				c.clock.Add(time.Second)
+				resp, _ := c.do("GET", "/q", "203.0.113.1")
+				if resp.StatusCode == http.StatusOK {
+					spent += 60
+				}
+			}
+			minutes := int(c.clock.Now().Sub(start) / time.Minute)
+			t.Logf("%s: %d units spent in %d minutes", alg, spent, minutes)
+			// GCRA: the budget each minute, the first burst, one request
+			// over. The windows: each aligned window at most its budget
+			// and one request over it (a sliding window's estimate of the
+			// window before lets it go that far).
+			most := 100*(minutes+1) + 60
+			if alg != "gcra" {
+				most = (100 + 60) * (minutes + 1)
+			}
+			if spent > most {
+				t.Errorf("spent %d units in %d minutes of a budget of 100 a minute, want at most %d", spent, minutes, most)
+			}
+			if spent < 100*(minutes-1) {
+				t.Errorf("spent %d units in %d minutes of a budget of 100 a minute: the budget was not used", spent, minutes)
+			}
+		})
+	}
+}
+
+// TestBudgetDebtRetryAfter: a client in debt is told how long it owes:
+// Retry-After covers the debt, and the request sent then is admitted.
+func TestBudgetDebtRetryAfter(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: units, cost: "header:X-Cost", algorithm: gcra, limits: [60/1m]}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Cost", "90")
+	}))
+	if resp, _ := c.do("GET", "/q", "203.0.113.1"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %d, want 200", resp.StatusCode)
+	}
+	// 90 units of a budget of 60 a minute, one unit a second back: the
+	// next unit is there after 31 s.
+	resp, _ := c.do("GET", "/q", "203.0.113.1")
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "31" {
+		t.Fatalf("in debt: %d Retry-After %q, want 429 Retry-After 31", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	c.clock.Add(30 * time.Second)
+	if resp, _ := c.do("GET", "/q", "203.0.113.1"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("1 s before Retry-After: %d, want 429", resp.StatusCode)
+	}
+	c.clock.Add(time.Second)
+	if resp, _ := c.do("GET", "/q", "203.0.113.1"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("after Retry-After: %d, want 200", resp.StatusCode)
 	}
 }

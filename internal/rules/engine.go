@@ -350,8 +350,11 @@ type Response struct {
 // Finish ends a request evaluated by Evaluate: it releases the
 // concurrency slots the request held and makes the counts that depend on
 // the response (count_when, cost). Costs are charged after the fact: a
-// request that takes a client over its budget is served, and the next one
-// is refused. A charge larger than what remains fills the budget.
+// request that takes a client over its budget is served, and what it cost
+// beyond the budget is a debt (ratelimit.Charger, up to one more budget)
+// that the client repays before its next request is admitted. With a
+// store that cannot charge, a cost larger than what remains fills the
+// budget.
 func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
 	if !req.Pending() {
 		return
@@ -388,9 +391,17 @@ func (e *Engine) Finish(ctx context.Context, req *Request, resp Response) {
 		if n <= 0 {
 			continue
 		}
-		d, err := e.Store.Take(ctx, c.key, n, r.storeLims...)
-		if err == nil && !d.Allowed && d.Remaining > 0 {
-			_, err = e.Store.Take(ctx, c.key, d.Remaining, r.storeLims...)
+		var err error
+		if ch, ok := e.Store.(ratelimit.Charger); ok {
+			_, err = ch.Charge(ctx, c.key, n, r.storeLims...)
+		} else {
+			// A store that cannot go past a limit: a charge larger
+			// than what remains fills the budget.
+			var d ratelimit.Decision
+			d, err = e.Store.Take(ctx, c.key, n, r.storeLims...)
+			if err == nil && !d.Allowed && d.Remaining > 0 {
+				_, err = e.Store.Take(ctx, c.key, d.Remaining, r.storeLims...)
+			}
 		}
 		if err != nil {
 			e.observe(req, r, Allowed, []byte(c.key), ratelimit.Decision{Allowed: true}, &Failure{FailedStore, err})
@@ -419,11 +430,12 @@ func (r *Rule) cost(resp *Response) (int64, float64) {
 		if err != nil && !errors.Is(err, strconv.ErrRange) || !(v > 0) {
 			return 0, 0 // absent, not a number, not positive (NaN too)
 		}
-		// A cost beyond the largest limit (or too large to be read:
-		// 1e400, +Inf) fills every limit: never more, never nothing.
+		// A cost beyond twice the largest limit (or too large to be
+		// read: 1e400, +Inf) counts as twice that limit, the most a
+		// budget can owe (ratelimit.Limit.Charge): never nothing.
 		var most int64
 		for _, l := range r.storeLims {
-			most = max(most, l.Count)
+			most = max(most, 2*l.Count)
 		}
 		n := most
 		if v < float64(most) {

@@ -183,7 +183,22 @@ func (m *Metrics) InstrumentStore(s ratelimit.Store, f *Failures) ratelimit.Stor
 	case interface{ Up() bool }:
 		is.up = u.Up
 	}
+	if c, ok := s.(ratelimit.Charger); ok {
+		return &instrumentedCharger{is, c}
+	}
 	return is
+}
+
+// instrumentedCharger is instrumented for a store that can also charge.
+type instrumentedCharger struct {
+	*instrumented
+	c ratelimit.Charger
+}
+
+func (s *instrumentedCharger) Charge(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	d, err := s.c.Charge(ctx, key, n, limits...)
+	s.done(ctx, err)
+	return d, err
 }
 
 type instrumented struct {

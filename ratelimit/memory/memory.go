@@ -128,7 +128,7 @@ type Store struct {
 	epoch int64            // start, in Unix nanoseconds
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ ratelimit.Charger = (*Store)(nil)
 
 // shard is a part of the Store, padded to its own cache lines so that two
 // cores locking neighbouring shards do not contend for one line.
@@ -215,6 +215,37 @@ func (s *Store) Take(_ context.Context, key string, n int64, limits ...ratelimit
 		}
 	}
 	sh.mu.Unlock()
+	return d, nil
+}
+
+// Charge records n events for key under every limit whether or not they
+// fit, as ratelimit.Charger documents: a cost known once a request was
+// served. Its errors are Take's.
+func (s *Store) Charge(_ context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	if err := check(n, limits); err != nil {
+		return ratelimit.Decision{}, err
+	}
+	now := s.now()
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h>>s.shift]
+	var d ratelimit.Decision
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	for i, l := range limits { // every decision first, on the counters as they were
+		st, _ := sh.get(s.counterKey(h, l))
+		_, di := l.Charge(st, now, n)
+		d = ratelimit.Combine(d, i, di)
+	}
+	for i, l := range limits {
+		if repeats(limits[:i], l) {
+			continue // one counter, charged once
+		}
+		k := s.counterKey(h, l)
+		st, _ := sh.get(k)
+		if st2, _ := l.Charge(st, now, n); st2 != st {
+			sh.put(k, st2, now)
+		}
+	}
 	return d, nil
 }
 

@@ -248,7 +248,7 @@ func BenchmarkClient(b *testing.B) {
 	s := newStore(b, Options{Addrs: []string{srv.Addr()}})
 	// prepare returns the keys and argument of a script run for one Take.
 	prepare := func(key string) ([]string, string) {
-		c := s.newCall(s.hash.sum(key), 1, []ratelimit.Limit{l})
+		c := s.newCall(s.hash.sum(key), 1, []ratelimit.Limit{l}, false)
 		return c.keys, string(appendNumbers(nil, 1)) + string(c.args)
 	}
 	check := func(reply string, err error) error {

@@ -18,10 +18,11 @@ import (
 type call struct {
 	h        keyHash
 	n        int64
+	charge   bool              // record the events whether or not they fit
 	counters []ratelimit.Limit // the distinct limits
 	uniq     []int             // uniq[i] is the index in counters of the Take's limits[i]
 	keys     []string          // the counters' Redis keys
-	args     []byte            // n, len(counters), then eight numbers per counter
+	args     []byte            // n, len(counters), charge, then eight numbers per counter
 
 	// Set by exec.
 	rep  reply
@@ -44,9 +45,9 @@ var callPool = sync.Pool{New: func() any { return &call{ready: make(chan struct{
 
 // newCall prepares the script's part for a Take of n events for the key
 // whose hash is h under limits.
-func (s *Store) newCall(h keyHash, n int64, limits []ratelimit.Limit) *call {
+func (s *Store) newCall(h keyHash, n int64, limits []ratelimit.Limit, charge bool) *call {
 	c := callPool.Get().(*call)
-	c.h, c.n, c.err, c.sent = h, n, nil, 0
+	c.h, c.n, c.charge, c.err, c.sent = h, n, charge, nil, 0
 	c.uniq = c.uniq[:0]
 	if len(limits) == 1 {
 		c.counters = append(c.counters[:0], limits[0])
@@ -68,7 +69,11 @@ func (s *Store) newCall(h keyHash, n int64, limits []ratelimit.Limit) *call {
 	var tagBuf [24]byte
 	tag := appendTag(tagBuf[:0], h)
 	c.keys = c.keys[:0]
-	c.args = appendNumbers(c.args[:0], float64(min(n, maxScriptN)), float64(len(c.counters)))
+	mode := 0.0
+	if charge {
+		mode = 1
+	}
+	c.args = appendNumbers(c.args[:0], float64(min(n, maxScriptN)), float64(len(c.counters)), mode)
 	for _, l := range c.counters {
 		c.keys = append(c.keys, counterKey(s.prefix, tag, l))
 		c.args = appendArgs(c.args, l, n)
@@ -172,11 +177,11 @@ func decodeReplies(b []byte, calls []*call) error {
 
 // take runs the script for one Take, batched with concurrent ones on a
 // single server, alone on a cluster, and computes its Decision.
-func (s *Store) take(ctx context.Context, cl rueidis.Client, cluster bool, h keyHash, n int64, limits []ratelimit.Limit) (ratelimit.Decision, error) {
+func (s *Store) take(ctx context.Context, cl rueidis.Client, cluster bool, h keyHash, n int64, limits []ratelimit.Limit, charge bool) (ratelimit.Decision, error) {
 	if err := ctx.Err(); err != nil {
 		return ratelimit.Decision{}, fmt.Errorf("redisstore: take: %w", err)
 	}
-	c := s.newCall(h, n, limits)
+	c := s.newCall(h, n, limits, charge)
 	if cluster {
 		// Keys of different clients are on different slots, which one
 		// script cannot touch: no batching.
@@ -195,9 +200,13 @@ func (s *Store) take(ctx context.Context, cl rueidis.Client, cluster bool, h key
 	rep := c.rep
 	// The script decided; the same algorithm on the same state and
 	// instant gives the Decision's numbers.
-	var d ratelimit.Decision
+	var d, di ratelimit.Decision
 	for i, l := range limits {
-		_, di := l.Take(rep.states[c.uniq[i]], rep.now, n)
+		if charge {
+			_, di = l.Charge(rep.states[c.uniq[i]], rep.now, n)
+		} else {
+			_, di = l.Take(rep.states[c.uniq[i]], rep.now, n)
+		}
 		d = ratelimit.Combine(d, i, di)
 	}
 	if d.Allowed != rep.admitted {
@@ -209,7 +218,11 @@ func (s *Store) take(ctx context.Context, cl rueidis.Client, cluster bool, h key
 			snaps := make([]counterSnap, len(c.counters))
 			for i, l := range c.counters {
 				snaps[i].l = l
-				snaps[i].st, _ = l.Take(rep.states[i], rep.now, 0) // what Redis holds now: nothing was recorded
+				if charge {
+					snaps[i].st, _ = l.Charge(rep.states[i], rep.now, n) // what Redis holds now
+				} else {
+					snaps[i].st, _ = l.Take(rep.states[i], rep.now, 0) // what Redis holds now: nothing was recorded
+				}
 			}
 			// The server's clock read at most 1µs less than it was (TIME
 			// has µs resolution): count that µs, so the estimate is never

@@ -35,14 +35,16 @@ import (
 // would be eight. KEYS are the counters of every Take, in order; ARGV[1]
 // holds the number of Takes, then for each Take n (clamped to 2⁴⁰ by the
 // caller: any n above a count is refused alike), its number of counters
-// k, and eight numbers for each of its counters:
+// k, CHARGE (1 for a Charge, which records the events under every counter
+// whether or not they fit, each count going to at most twice the limit;
+// 0 for a Take), and eight numbers for each of its counters:
 //
 //	1 (sliding window) or 3 (fixed window), COUNT, WINDOW_US, 0, 0, 0, 0, 0
 //	2 (GCRA), WINDOW_US, T_US, T_NS, B_US, B_NS, X_US, X_NS
 //
 // where T = WINDOW/COUNT is GCRA's emission interval in ns, B = COUNT×T
-// its bound and X = n×T (X_US = -1 when n > COUNT), each split into whole
-// µs and the ns below.
+// its bound and X = min(n, 2×COUNT)×T (more than B when n > COUNT), each
+// split into whole µs and the ns below.
 //
 // A counter's value is three numbers (24 bytes):
 //
@@ -61,17 +63,26 @@ local args = ARGV[1]
 local takes, pos = struct.unpack('<d', args)
 local EMPTY = struct.pack('<ddd', 0, 0, 0)
 local out = {struct.pack('<d', now)}
+local function charged(count, n, c) -- a window's count after a charge of n
+  local most = 2 * c
+  if most > 4294967295 then most = 4294967295 end
+  local v = count + n
+  if n > 2 * c then v = count + 2 * c end
+  if v > most then v = most end
+  if v < count then v = count end
+  return v
+end
 local o = 1 -- out[o] is the last part of the reply
-local ad, mv = {}, {} -- writes if admitted, writes anyway; [i] value, [-i] expiry
+local ad, mv, ch = {}, {}, {} -- writes if admitted, anyway, if charged; [i] value, [-i] expiry
 local base = 0
 for take = 1, takes do
-  local n, k
-  n, k, pos = struct.unpack('<dd', args, pos)
+  local n, k, charge
+  n, k, charge, pos = struct.unpack('<ddd', args, pos)
   local admit = true
   local head = o + 1 -- ADMITTED goes here, once known
   o = head
   for i = 1, k do
-    ad[i], ad[-i], mv[i], mv[-i] = nil, nil, nil, nil
+    ad[i], ad[-i], mv[i], mv[-i], ch[i], ch[-i] = nil, nil, nil, nil, nil, nil
     local key = KEYS[base + i]
     local v = redis.call('GET', key)
     if not v or #v ~= 24 then v = EMPTY end
@@ -91,16 +102,16 @@ for take = 1, takes do
       end
       local s = now
       if last > now then s = last end
-      local uu, un = tatu - s, tatn -- used = min(max(tat - s, 0), bound)
+      local bu, bn = 2 * p4, 2 * p5 -- twice the bound: the most a charge owes
+      if bn >= 1000 then bu, bn = bu + 1, bn - 1000 end
+      local uu, un = tatu - s, tatn -- used = min(max(tat - s, 0), 2×bound)
       if uu < 0 then
         uu, un = 0, 0
-      elseif uu > p4 or (uu == p4 and un > p5) then
-        uu, un = p4, p5
+      elseif uu > bu or (uu == bu and un > bn) then
+        uu, un = bu, bn
       end
       if n == 0 then
         fits = true
-      elseif p6 < 0 then
-        fits = false
       else
         local su, sn = uu + p6, un + p7
         if sn >= 1000 then su, sn = su + 1, sn - 1000 end
@@ -109,6 +120,9 @@ for take = 1, takes do
           ad[i] = struct.pack('<ddd', s + su, sn, s)
           ad[-i] = s + su + (sn > 0 and 1 or 0)
         end
+        if su > bu or (su == bu and sn > bn) then su, sn = bu, bn end
+        ch[i] = struct.pack('<ddd', s + su, sn, s)
+        ch[-i] = s + su + (sn > 0 and 1 or 0)
       end
     elseif alg == 1 then -- sliding window: p1 count, p2 window
       local w, exp, curr, prev = p2, x, y, z
@@ -140,6 +154,10 @@ for take = 1, takes do
         ad[i] = struct.pack('<ddd', start + 2 * w, curr + n, prev)
         ad[-i] = start + 2 * w
       end
+      if n > 0 then
+        ch[i] = struct.pack('<ddd', start + 2 * w, charged(curr, n, p1), prev)
+        ch[-i] = start + 2 * w
+      end
     else -- fixed window: p1 count, p2 window
       local w, wend, count = p2, x, y
       if wend > now then
@@ -156,12 +174,17 @@ for take = 1, takes do
         ad[i] = struct.pack('<ddd', wend, count + n, 0)
         ad[-i] = wend
       end
+      if n > 0 then
+        ch[i] = struct.pack('<ddd', wend, charged(count, n, p1), 0)
+        ch[-i] = wend
+      end
     end
     admit = admit and fits
   end
   for i = 1, k do
     local v, x = mv[i], mv[-i]
     if admit and ad[i] then v, x = ad[i], ad[-i] end
+    if charge == 1 and ch[i] then v, x = ch[i], ch[-i] end
     if v then
       local ttl = math.ceil((x - now) / 1000)
       if ttl > 0 then
@@ -225,11 +248,8 @@ func appendArgs(b []byte, l ratelimit.Limit, n int64) []byte {
 	}
 	T := int64(l.Window) / l.Count
 	bound := l.Count * T
-	xu, xn := int64(-1), int64(0)
-	if n <= l.Count {
-		x := n * T // ≤ bound
-		xu, xn = x/1000, x%1000
-	}
+	x := min(n, 2*l.Count) * T // ≤ 2×bound, more than bound when n > Count
+	xu, xn := x/1000, x%1000
 	return appendNumbers(b, 2, float64(wus), float64(T/1000), float64(T%1000),
 		float64(bound/1000), float64(bound%1000), float64(xu), float64(xn))
 }

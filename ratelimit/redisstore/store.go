@@ -84,7 +84,7 @@ type Store struct {
 	localNow func() int64 // tests only: the cache's clock (see cacheNow)
 }
 
-var _ ratelimit.Store = (*Store)(nil)
+var _ ratelimit.Charger = (*Store)(nil)
 
 // New returns a Store for the Redis servers that o names. It fails only
 // when o is invalid (no address, a malformed address, a negative DB or
@@ -259,12 +259,25 @@ func (s *Store) cacheNow() int64 {
 // ErrClosed after Close; and otherwise an error that wraps the client's
 // or server's (context.DeadlineExceeded on a timeout).
 func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	return s.decide(ctx, key, n, limits, false)
+}
+
+// Charge records n events for key under every limit whether or not they
+// fit, as ratelimit.Charger documents (a cost known once a request was
+// served), in the same script as Take. It always asks Redis: the
+// over-limit cache never answers it. Its errors are Take's.
+func (s *Store) Charge(ctx context.Context, key string, n int64, limits ...ratelimit.Limit) (ratelimit.Decision, error) {
+	return s.decide(ctx, key, n, limits, true)
+}
+
+// decide is Take, and Charge when charge is set.
+func (s *Store) decide(ctx context.Context, key string, n int64, limits []ratelimit.Limit, charge bool) (ratelimit.Decision, error) {
 	if err := check(n, limits); err != nil {
 		return ratelimit.Decision{}, err
 	}
 	s.takes.Add(1)
 	h := s.hash.sum(key)
-	if s.cache != nil && n > 0 {
+	if s.cache != nil && n > 0 && !charge {
 		if d, ok := s.cache.refuse(h, limits, n, s.cacheNow()); ok {
 			s.cacheHits.Add(1)
 			return d, nil
@@ -298,7 +311,7 @@ func (s *Store) Take(ctx context.Context, key string, n int64, limits ...ratelim
 			}
 		}
 	}
-	d, err := s.take(ctx, *cp, cluster, h, n, limits)
+	d, err := s.take(ctx, *cp, cluster, h, n, limits, charge)
 	switch {
 	case err == nil:
 		s.decided.Add(1)

@@ -4,7 +4,8 @@
 //
 // Run checks what holds on any clock: exact admission under concurrency,
 // independence of keys and limits, all-or-nothing over several limits,
-// peeks, refusals that consume nothing, errors, cancellation. It uses
+// peeks, refusals that consume nothing, errors, cancellation, and for a
+// ratelimit.Charger, charges past the limit. It uses
 // limits with the longest window (ratelimit.MaxWindow) so that the real
 // time a test takes does not matter. RunClocked checks behaviour over time
 // (the documented worked example, exact RetryAfter, expiry, a clock that
@@ -63,6 +64,9 @@ func Run(t *testing.T, newStore func(t *testing.T) ratelimit.Store) {
 		{"KeyNotRetained", testKeyNotRetained},
 		{"Errors", testErrors},
 		{"Cancelled", testCancelled},
+		{"ChargePastLimit", testChargePastLimit},
+		{"ChargeEveryLimit", testChargeEveryLimit},
+		{"ChargeErrors", testChargeErrors},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +96,7 @@ func RunClocked(t *testing.T, newStore func(t *testing.T, now func() time.Time) 
 		{"Expiry", testExpiry},
 		{"ClockBack", testClockBack},
 		{"BurstAndSustained", testBurstAndSustained},
+		{"ChargeDebt", testChargeDebt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
