@@ -46,6 +46,25 @@ type apiRecorder struct {
 	requests  []apiRequest // media requests, in order
 	fetches   atomic.Int64 // token fetches answered
 	tokenDown atomic.Bool  // token endpoint answers 500
+	// tokenHold, when set, holds each token fetch until it is closed,
+	// after closing tokenHeld (once).
+	tokenHold, tokenHeld chan struct{}
+	heldOnce             sync.Once
+}
+
+// holdTokens makes the token endpoint hold every fetch from now until
+// the returned func (safe to call more than once, and called at the
+// test's end) releases them, and returns a channel closed once a fetch is
+// held.
+func (a *apiRecorder) holdTokens(t *testing.T) (held <-chan struct{}, release func()) {
+	hold, heldCh := make(chan struct{}), make(chan struct{})
+	a.mu.Lock()
+	a.tokenHold, a.tokenHeld = hold, heldCh
+	a.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(hold) }) }
+	t.Cleanup(release)
+	return heldCh, release
 }
 
 type apiRequest struct {
@@ -56,6 +75,13 @@ func newAPIRecorder(t *testing.T) *apiRecorder {
 	a := &apiRecorder{}
 	a.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/auth_tokens/token/" {
+			a.mu.Lock()
+			hold, held := a.tokenHold, a.tokenHeld
+			a.mu.Unlock()
+			if hold != nil {
+				a.heldOnce.Do(func() { close(held) })
+				<-hold
+			}
 			if a.tokenDown.Load() {
 				http.Error(w, `{"error":"server_error"}`, http.StatusInternalServerError)
 				return
@@ -668,6 +694,42 @@ func TestOpenverseTokenEndpointDown(t *testing.T) {
 	if f, s := h.metric(fmt.Sprintf(fetches, "failure")), h.metric(fmt.Sprintf(fetches, "success")); f != 1 || s != 1 {
 		t.Errorf("token fetches after recovery: %v failed, %v succeeded; want 1 and 1", f, s)
 	}
+}
+
+// TestOpenverseSlowTokenRefresh: while a refresh waits on a slow token
+// endpoint, API requests go on with the token that is still valid,
+// including the one whose arrival started the refresh.
+func TestOpenverseSlowTokenRefresh(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	if resp, _ := h.get(h.public.URL, "/api/search/image/?q=cat", "203.0.113.71"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first search: %d", resp.StatusCode)
+	}
+	held, release := h.api.holdTokens(t)
+	h.clock.Add(36000*time.Second - time.Minute)      // due for refresh, valid for a minute more
+	client := &http.Client{Timeout: 10 * time.Second} // a bound, not a measure
+	for i := range 3 {
+		req, _ := http.NewRequest("GET", h.public.URL+"/api/search/image/?q=cat", nil)
+		req.Header.Set("X-Forwarded-For", "203.0.113.71")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("search %d during the refresh: %v (held for the token endpoint)", i+1, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("search %d during the refresh: %d, want 200", i+1, resp.StatusCode)
+		}
+	}
+	<-held // the refresh did start, and is still held
+	reqs := h.api.all()
+	for _, r := range reqs {
+		if r.authorization != "Bearer gw-token-1" {
+			t.Errorf("the API saw %q, want the valid gw-token-1", r.authorization)
+		}
+	}
+	if len(reqs) != 4 {
+		t.Errorf("%d requests reached the API, want 4", len(reqs))
+	}
+	release()
 }
 
 // TestOpenverseDevelopmentWithoutCredentials: in development, without

@@ -1,19 +1,29 @@
 // Package upstreamauth gives floodgate its own credentials to the API
 // upstream: an OAuth2 client-credentials token from the API's
-// token endpoint, cached, refreshed before it expires, fetched by one caller
-// at a time, and retried with bounded exponential backoff after a failure.
-// Transport adds the token to outbound requests and removes
-// the browser's credentials from them and cookies and authentication
-// challenges from the answers.
+// token endpoint, cached, refreshed in the background before it expires,
+// fetched by one fetch at a time, and retried with bounded exponential
+// backoff after a failure. Transport adds the token to outbound requests
+// and removes the browser's credentials from them and cookies and
+// authentication challenges from the answers.
 //
 // # Token lifetime
 //
 // A token is used until EarlyExpiry (60 s by default) before the end of the
 // lifetime the endpoint gave in expires_in; the first request after that
-// fetches a new one. If that fetch fails, the old token is still used until
-// it really expires. A response without expires_in gets DefaultLifetime.
-// Lifetimes are measured on the Source's own clock (Options.Now) from the
-// moment the answer arrived, not from the token's Expiry field.
+// starts a fetch of a new one in the background and, as every request
+// until the fetch ends, is sent with the current token. If that fetch
+// fails, the current token is still used until it really expires. A
+// response without expires_in gets DefaultLifetime. Lifetimes are
+// measured on the Source's own clock (Options.Now) from the moment the
+// answer arrived, not from the token's Expiry field.
+//
+// # Waiting for a token
+//
+// Only a request that finds no valid token at all (the first, or after
+// the last one expired or was refused) waits for a fetch: at most
+// MaxWait (5 s by default) and never past its own context. The fetch goes
+// on without it, bounded by FetchTimeout, and serves the requests that
+// come after.
 //
 // # Failures
 //
@@ -54,6 +64,7 @@ const (
 	DefaultMinBackoff   = time.Second
 	DefaultMaxBackoff   = 5 * time.Minute
 	DefaultFetchTimeout = 10 * time.Second
+	DefaultMaxWait      = 5 * time.Second
 	// DefaultLifetime is assumed for a token answered without expires_in.
 	DefaultLifetime = 5 * time.Minute
 	// minInvalidateAge is how old a token must be before Invalidate
@@ -96,12 +107,16 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// FetchTimeout bounds one fetch; default DefaultFetchTimeout (10 s).
 	FetchTimeout time.Duration
+	// MaxWait bounds how long a call of Token that finds no valid token
+	// waits for a fetch (its context may end the wait sooner); default
+	// DefaultMaxWait (5 s). The fetch goes on after it.
+	MaxWait time.Duration
 	// Now is the clock for lifetimes and backoff; default time.Now.
 	Now func() time.Time
 	// Logger receives fetch outcomes; default: discarded.
 	Logger *slog.Logger
 	// OnFetch, if set, is called after each fetch with whether it
-	// succeeded (for a metric).
+	// succeeded (for a metric), once the Source holds the outcome.
 	OnFetch func(ok bool)
 }
 
@@ -114,15 +129,22 @@ type Source struct {
 	minBack time.Duration
 	maxBack time.Duration
 	timeout time.Duration
+	maxWait time.Duration
 	now     func() time.Time
 	log     *slog.Logger
 	onFetch func(ok bool)
 
-	cur   atomic.Pointer[token] // nil until the first success
-	fetch chan struct{}         // one fetcher at a time: holds a value while fetching
-	mu    sync.Mutex            // guards failures and retryAt; held only briefly
+	// cur is the cached token, nil until the first success; read without
+	// mu on the fast path, written under it.
+	cur atomic.Pointer[token]
+
+	mu sync.Mutex // guards what follows; held only briefly, never across a fetch
+	// done is closed when the fetch under way ends; nil when none is.
+	done  chan struct{}
 	fails int
-	retry time.Time
+	retry time.Time // no fetch before this, after a failure
+	// failure is the last fetch's error, nil after a success.
+	failure error
 }
 
 // token is a cached access token and its deadlines on the Source's clock.
@@ -166,6 +188,7 @@ func New(o Options) (*Source, error) {
 	def(&o.MinBackoff, DefaultMinBackoff, "min backoff")
 	def(&o.MaxBackoff, DefaultMaxBackoff, "max backoff")
 	def(&o.FetchTimeout, DefaultFetchTimeout, "fetch timeout")
+	def(&o.MaxWait, DefaultMaxWait, "max wait")
 	if o.MaxBackoff < o.MinBackoff {
 		errs = append(errs, fmt.Errorf("upstreamauth: max backoff %v is below min backoff %v", o.MaxBackoff, o.MinBackoff))
 	}
@@ -194,10 +217,10 @@ func New(o Options) (*Source, error) {
 		minBack: o.MinBackoff,
 		maxBack: o.MaxBackoff,
 		timeout: o.FetchTimeout,
+		maxWait: o.MaxWait,
 		now:     o.Now,
 		log:     o.Logger,
 		onFetch: o.OnFetch,
-		fetch:   make(chan struct{}, 1),
 	}, nil
 }
 
@@ -211,85 +234,134 @@ func TokenURL(base string) (string, error) {
 	return u, nil
 }
 
-// Token returns an access token, from the cache when it is not due for
-// refresh. Otherwise one caller fetches a new token while the others wait
-// for it (or for ctx), or, when the cached token is due for refresh but
-// still valid, keep using it meanwhile. ctx bounds only the wait: a fetch,
-// once started, runs to its own FetchTimeout so that a cancelled browser
-// request does not count as a failed fetch. An error matches ErrBackoff when no fetch
-// was attempted because of an earlier failure.
+// Token returns an access token: the cached one while it is valid (a
+// fetch of its replacement starts in the background once it is due for
+// refresh), else the one a fetch brings. A call that finds no valid token
+// waits for the fetch at most MaxWait and until ctx ends; the fetch, once
+// started, runs to its own FetchTimeout whoever waits for it, so that a
+// cancelled browser request does not count as a failed fetch. An error
+// matches ErrBackoff when no fetch was attempted because of an earlier
+// failure.
 func (s *Source) Token(ctx context.Context) (string, error) {
-	t := s.cur.Load()
-	if now := s.now(); t != nil && now.Before(t.expiresAt) && !t.rejected {
-		if now.Before(t.refreshAt) {
-			return t.value, nil
-		}
-		// Due for refresh but still valid: one caller refreshes, the
-		// others keep using it rather than wait for the fetch.
-		select {
-		case s.fetch <- struct{}{}:
-		default:
-			return t.value, nil
-		}
-	} else {
-		select {
-		case s.fetch <- struct{}{}:
-		case <-ctx.Done():
-			return "", fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
-		}
-	}
-	defer func() { <-s.fetch }()
-
-	now := s.now()
-	old := s.cur.Load()
-	if old != nil && now.Before(old.refreshAt) { // fetched while we waited
-		return old.value, nil
+	if t := s.cur.Load(); t != nil && !t.rejected && s.now().Before(t.refreshAt) {
+		return t.value, nil
 	}
 	s.mu.Lock()
-	fails, retry := s.fails, s.retry
-	s.mu.Unlock()
-	if fails > 0 && now.Before(retry) {
-		if old != nil && now.Before(old.expiresAt) {
-			return old.value, nil
+	now := s.now()
+	t := s.cur.Load()
+	if t.valid(now) {
+		// Valid, and due for refresh unless a refresh has just ended:
+		// it serves until its replacement has come.
+		if !now.Before(t.refreshAt) {
+			s.startLocked(now)
 		}
-		return "", fmt.Errorf("%w after %d failed fetches; next attempt in %v", ErrBackoff, fails, retry.Sub(now).Round(time.Millisecond))
+		s.mu.Unlock()
+		return t.value, nil
 	}
+	done := s.startLocked(now)
+	if done == nil { // in backoff
+		tok, err := s.fallbackLocked(now, true)
+		s.mu.Unlock()
+		return tok, err
+	}
+	s.mu.Unlock()
 
-	t, err := s.fetchToken(ctx)
-	if s.onFetch != nil {
-		s.onFetch(err == nil)
+	wait := time.NewTimer(s.maxWait)
+	defer wait.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return "", fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
+	case <-wait.C:
+		return "", fmt.Errorf("upstreamauth: no token yet: the token endpoint has not answered within %v", s.maxWait)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	now = s.now()
+	if t := s.cur.Load(); t.valid(now) {
+		return t.value, nil
+	}
+	return s.fallbackLocked(now, false)
+}
+
+// valid reports whether t may be sent at now: not expired, and not
+// refused by the upstream (Invalidate).
+func (t *token) valid(now time.Time) bool {
+	return t != nil && !t.rejected && now.Before(t.expiresAt)
+}
+
+// startLocked starts a fetch unless one is under way or a failure's
+// backoff forbids it, and returns the channel closed when the fetch under
+// way ends, or nil when there is none. s.mu is held.
+func (s *Source) startLocked(now time.Time) chan struct{} {
+	if s.done != nil {
+		return s.done
+	}
+	if s.fails > 0 && now.Before(s.retry) {
+		return nil
+	}
+	s.done = make(chan struct{})
+	go s.run(s.done)
+	return s.done
+}
+
+// fallbackLocked is what Token gives when there is no valid token: the
+// cached one if the upstream refused it but it has not expired (fetches
+// fail, and the refusal may have been the upstream's mistake), else an
+// error: ErrBackoff when no fetch was tried (inBackoff), the last fetch's
+// error otherwise. s.mu is held.
+func (s *Source) fallbackLocked(now time.Time, inBackoff bool) (string, error) {
+	if t := s.cur.Load(); t != nil && now.Before(t.expiresAt) {
+		return t.value, nil
+	}
+	if inBackoff || s.failure == nil {
+		return "", fmt.Errorf("%w after %d failed fetches; next attempt in %v", ErrBackoff, s.fails, s.retry.Sub(now).Round(time.Millisecond))
+	}
+	return "", s.failure
+}
+
+// run fetches a token, records the outcome and closes done.
+func (s *Source) run(done chan struct{}) {
+	t, err := s.fetchToken()
+	now := s.now()
+	s.mu.Lock()
+	fails, delay := 0, time.Duration(0)
 	if err != nil {
-		s.mu.Lock()
 		s.fails++
-		delay := s.maxBack
+		delay = s.maxBack
 		if s.fails < 32 {
 			delay = min(s.minBack<<(s.fails-1), s.maxBack)
 		}
-		s.retry = now.Add(delay)
+		s.retry, s.failure = now.Add(delay), err
 		fails = s.fails
-		s.mu.Unlock()
+	} else {
+		s.fails, s.failure = 0, nil
+		s.cur.Store(t)
+	}
+	s.mu.Unlock()
+	// The outcome is logged and counted before the fetch is over: what
+	// its waiters see next (a log line, the metric) is up to date.
+	ctx := context.Background()
+	if err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "upstream token fetch failed",
 			slog.Int("failures", fails), slog.String("retry_in", delay.String()), slog.String("error", err.Error()))
-		if old != nil && now.Before(old.expiresAt) {
-			return old.value, nil
-		}
-		return "", err
+	} else {
+		s.log.LogAttrs(ctx, slog.LevelInfo, "upstream token fetched",
+			slog.String("lifetime", t.expiresAt.Sub(t.fetched).String()), slog.String("refresh_in", t.refreshAt.Sub(t.fetched).String()))
+	}
+	if s.onFetch != nil {
+		s.onFetch(err == nil)
 	}
 	s.mu.Lock()
-	s.fails = 0
+	s.done = nil
 	s.mu.Unlock()
-	s.cur.Store(t)
-	s.log.LogAttrs(ctx, slog.LevelInfo, "upstream token fetched",
-		slog.String("lifetime", t.expiresAt.Sub(t.fetched).String()), slog.String("refresh_in", t.refreshAt.Sub(t.fetched).String()))
-	return t.value, nil
+	close(done)
 }
 
 // fetchToken asks the token endpoint for a new token. Its errors are
 // redacted.
-func (s *Source) fetchToken(ctx context.Context) (*token, error) {
-	ctx = context.WithValue(context.WithoutCancel(ctx), oauth2.HTTPClient, s.client)
+func (s *Source) fetchToken() (*token, error) {
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.client)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ot, err := s.cfg.Token(ctx)
@@ -373,6 +445,8 @@ func (s *Source) scrub(msg string) string {
 // 401 to a request that carried tok. The old token stays in use if the
 // new fetch fails.
 func (s *Source) Invalidate(tok string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	t := s.cur.Load()
 	now := s.now()
 	if t == nil || t.value != tok || now.Sub(t.fetched) < minInvalidateAge || !now.Before(t.refreshAt) {
@@ -380,7 +454,7 @@ func (s *Source) Invalidate(tok string) {
 	}
 	n := *t
 	n.refreshAt, n.rejected = now, true
-	s.cur.CompareAndSwap(t, &n)
+	s.cur.Store(&n)
 }
 
 // SetAuthorization sets r's Authorization header to the bearer token,

@@ -43,9 +43,13 @@ type tokenServer struct {
 	expiresIn int64
 	// fail, when set, returns the status to answer for fetch n (1-based),
 	// or 0 to succeed.
-	fail    func(n int64) int
-	gate    chan struct{} // when non-nil, each fetch waits for it to close
-	entered chan struct{}
+	fail func(n int64) int
+	// gate, when non-nil, holds each fetch from number gateFrom (0: all)
+	// until it is closed; entered is closed when the first one is held.
+	gate      chan struct{}
+	gateFrom  int64
+	entered   chan struct{}
+	enterOnce sync.Once
 
 	mu   sync.Mutex
 	seen []string // "params" or "basic" per fetch
@@ -59,10 +63,10 @@ func newTokenServer(t *testing.T) *tokenServer {
 			return
 		}
 		n := ts.fetches.Add(1)
-		if ts.entered != nil && n == 1 {
-			close(ts.entered)
-		}
-		if ts.gate != nil {
+		if ts.gate != nil && n >= ts.gateFrom {
+			if ts.entered != nil {
+				ts.enterOnce.Do(func() { close(ts.entered) })
+			}
 			<-ts.gate
 		}
 		if err := r.ParseForm(); err != nil || r.PostForm.Get("grant_type") != "client_credentials" {
@@ -126,6 +130,16 @@ func wantToken(t *testing.T, s *Source, want string) {
 	}
 }
 
+// settle waits for the fetch under way, if any, to end.
+func settle(s *Source) {
+	s.mu.Lock()
+	done := s.done
+	s.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
 func TestTokenReusedAndRefreshedBeforeExpiry(t *testing.T) {
 	ts := newTokenServer(t)
 	ts.expiresIn = 3600
@@ -134,18 +148,21 @@ func TestTokenReusedAndRefreshedBeforeExpiry(t *testing.T) {
 	steps := []struct {
 		at      time.Duration
 		token   string
-		fetches int64
+		fetches int64 // once the fetch the call started, if any, has ended
 	}{
 		{0, "tok-1", 1},
 		{time.Minute, "tok-1", 1},
 		{3600*time.Second - DefaultEarlyExpiry - time.Second, "tok-1", 1},
-		{3600*time.Second - DefaultEarlyExpiry, "tok-2", 2}, // 60 s before expiry
+		{3600*time.Second - DefaultEarlyExpiry, "tok-1", 2}, // 60 s before expiry: refreshed in the background
+		{3600*time.Second - DefaultEarlyExpiry, "tok-2", 2},
 		{3540*time.Second + 3539*time.Second, "tok-2", 2},
+		{3540*time.Second + 3540*time.Second, "tok-2", 3},
 		{3540*time.Second + 3540*time.Second, "tok-3", 3},
 	}
 	for _, st := range steps {
 		c.Set(st.at)
 		wantToken(t, s, st.token)
+		settle(s)
 		if n := ts.fetches.Load(); n != st.fetches {
 			t.Errorf("at t0+%v: %d fetches, want %d", st.at, n, st.fetches)
 		}
@@ -160,7 +177,13 @@ func TestShortLifetimeIsNotRefetchedEveryTime(t *testing.T) {
 	wantToken(t, s, "tok-1")
 	c.Set(14 * time.Second)
 	wantToken(t, s, "tok-1")
+	settle(s)
+	if n := ts.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches before half-life, want 1", n)
+	}
 	c.Set(15 * time.Second)
+	wantToken(t, s, "tok-1") // starts the refresh
+	settle(s)
 	wantToken(t, s, "tok-2")
 }
 
@@ -295,60 +318,6 @@ func TestBackoffAndRecovery(t *testing.T) {
 	}
 }
 
-// TestEarlyRefreshDoesNotHoldUpOthers: while one caller refreshes a token
-// that is due for refresh but still valid, the others keep using it
-// instead of waiting for the fetch, which a slow endpoint makes last up to
-// the fetch timeout.
-func TestEarlyRefreshDoesNotHoldUpOthers(t *testing.T) {
-	var fetches atomic.Int64
-	entered, gate := make(chan struct{}), make(chan struct{})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n := fetches.Add(1)
-		if n == 2 { // the refresh: slow
-			close(entered)
-			<-gate
-		}
-		w.Header().Set("Content-Type", "application/json")
-		fmt.Fprintf(w, `{"access_token":"tok-%d","token_type":"Bearer","expires_in":3600}`, n)
-	}))
-	defer ts.Close()
-	c := &clock{t: t0}
-	s, err := New(Options{TokenURL: ts.URL + TokenPath, ClientID: clientID, ClientSecret: clientSecret, Now: c.Now, HTTPClient: ts.Client()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantToken(t, s, "tok-1")
-	c.Set(3600*time.Second - DefaultEarlyExpiry) // due for refresh, valid for 60 s more
-
-	refreshed := make(chan string)
-	go func() {
-		tok, _ := s.Token(context.Background())
-		refreshed <- tok
-	}()
-	<-entered
-	other := make(chan string, 1)
-	go func() {
-		tok, _ := s.Token(context.Background())
-		other <- tok
-	}()
-	select {
-	case tok := <-other:
-		if tok != "tok-1" {
-			t.Errorf("during the refresh: Token() = %q, want the valid tok-1", tok)
-		}
-	case <-time.After(10 * time.Second): // a bound, not a measure
-		t.Error("a caller with a valid token waited for another's refresh")
-	}
-	close(gate)
-	if tok := <-refreshed; tok != "tok-2" {
-		t.Errorf("the refreshing caller got %q, want tok-2", tok)
-	}
-	wantToken(t, s, "tok-2")
-	if n := fetches.Load(); n != 2 {
-		t.Errorf("%d fetches, want 2", n)
-	}
-}
-
 func TestRefreshFailureKeepsOldTokenUntilExpiry(t *testing.T) {
 	ts := newTokenServer(t)
 	ts.expiresIn = 3600
@@ -358,6 +327,7 @@ func TestRefreshFailureKeepsOldTokenUntilExpiry(t *testing.T) {
 	ts.fail = func(int64) int { return http.StatusBadGateway }
 	c.Set(3550 * time.Second) // due for refresh, still valid
 	wantToken(t, s, "tok-1")
+	settle(s)
 	if n := ts.fetches.Load(); n != 2 {
 		t.Errorf("%d fetches, want 2 (the failed refresh)", n)
 	}
@@ -467,21 +437,124 @@ func TestWaitHonoursContext(t *testing.T) {
 	}
 }
 
-func TestCancelledCallerDoesNotCauseBackoff(t *testing.T) {
+// TestFetchingCallerHonoursContext: the caller whose request started a
+// fetch waits for it no longer than its own context, as the others do;
+// the fetch goes on, and its token is not lost nor counted as a failure.
+func TestFetchingCallerHonoursContext(t *testing.T) {
 	ts := newTokenServer(t)
 	ts.gate = make(chan struct{})
 	ts.entered = make(chan struct{})
-	s := newSource(t, ts, &clock{t: t0}, nil)
+	fetched := make(chan bool, 4)
+	s := newSource(t, ts, &clock{t: t0}, func(o *Options) { o.OnFetch = func(ok bool) { fetched <- ok } })
+	defer releaseOnce(ts.gate)()
 	ctx, cancel := context.WithCancel(context.Background())
 	res := make(chan error, 1)
 	go func() { _, err := s.Token(ctx); res <- err }()
 	<-ts.entered
-	cancel() // the browser went away while its request fetched the token
-	close(ts.gate)
-	if err := <-res; err != nil {
-		t.Errorf("Token() = %v, want the fetched token", err)
+	cancel() // the browser went away while its request waited for the token
+	select {
+	case err := <-res:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Token(cancelled ctx) = %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second): // a bound, not a measure
+		t.Fatal("the caller that started the fetch waited for it past its context")
+	}
+	releaseOnce(ts.gate)()
+	if ok := <-fetched; !ok {
+		t.Error("the fetch whose caller left was counted as a failure")
 	}
 	wantToken(t, s, "tok-1")
+	if n := ts.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches, want 1", n)
+	}
+}
+
+// TestRefreshRunsInBackground: a token due for refresh but still valid
+// serves every caller, the one whose call starts the refresh included,
+// while a slow token endpoint answers the refresh; the new token serves
+// once it has come.
+func TestRefreshRunsInBackground(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.expiresIn = 3600
+	ts.gate, ts.gateFrom, ts.entered = make(chan struct{}), 2, make(chan struct{})
+	fetched := make(chan bool, 4)
+	c := &clock{t: t0}
+	s := newSource(t, ts, c, func(o *Options) { o.OnFetch = func(ok bool) { fetched <- ok } })
+	defer releaseOnce(ts.gate)()
+	wantToken(t, s, "tok-1")
+	<-fetched
+	c.Set(3600*time.Second - DefaultEarlyExpiry) // due for refresh, valid for 60 s more
+
+	got := make(chan string, 1)
+	go func() { tok, _ := s.Token(context.Background()); got <- tok }()
+	select {
+	case tok := <-got:
+		if tok != "tok-1" {
+			t.Errorf("the call that starts the refresh: Token() = %q, want the valid tok-1", tok)
+		}
+	case <-time.After(10 * time.Second): // a bound, not a measure
+		t.Fatal("the call that started the refresh waited for the token endpoint")
+	}
+	<-ts.entered // the refresh is at the endpoint, held
+	for range 3 {
+		wantToken(t, s, "tok-1")
+	}
+	if n := ts.fetches.Load(); n != 2 {
+		t.Errorf("%d fetches during the refresh, want 2 (one refresh at a time)", n)
+	}
+	releaseOnce(ts.gate)()
+	if ok := <-fetched; !ok {
+		t.Fatal("the refresh failed")
+	}
+	wantToken(t, s, "tok-2")
+}
+
+// TestWaitForFirstTokenIsBounded: with no token at all and a token
+// endpoint that does not answer, a call waits MaxWait, not FetchTimeout,
+// then fails; the fetch goes on, and its token serves the next call.
+func TestWaitForFirstTokenIsBounded(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.gate, ts.entered = make(chan struct{}), make(chan struct{})
+	fetched := make(chan bool, 4)
+	s := newSource(t, ts, &clock{t: t0}, func(o *Options) {
+		o.MaxWait = 10 * time.Millisecond
+		o.FetchTimeout = time.Hour // what bounds the wait is MaxWait
+		o.OnFetch = func(ok bool) { fetched <- ok }
+	})
+	defer releaseOnce(ts.gate)()
+	for i := range 2 {
+		res := make(chan error, 1)
+		go func() { _, err := s.Token(context.Background()); res <- err }()
+		select {
+		case err := <-res:
+			if err == nil || errors.Is(err, ErrBackoff) || !strings.Contains(err.Error(), "has not answered within 10ms") {
+				t.Errorf("call %d: Token() with the endpoint silent = %v, want an error naming the wait", i+1, err)
+			}
+		case <-time.After(10 * time.Second): // a bound, not a measure
+			t.Fatalf("call %d waited for a silent token endpoint past MaxWait", i+1)
+		}
+	}
+	<-ts.entered
+	if n := ts.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches, want 1: the second call joins the fetch under way", n)
+	}
+	releaseOnce(ts.gate)()
+	if ok := <-fetched; !ok {
+		t.Fatal("the fetch failed")
+	}
+	wantToken(t, s, "tok-1")
+}
+
+// releaseOnce returns a func that closes gate, once however often called.
+func releaseOnce(gate chan struct{}) func() {
+	return func() {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}
 }
 
 func TestTransportStripsCredentials(t *testing.T) {
