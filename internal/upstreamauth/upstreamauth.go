@@ -1,7 +1,7 @@
 // Package upstreamauth gives floodgate its own credentials to the API
 // upstream: an OAuth2 client-credentials token from the API's
 // token endpoint, cached, refreshed in the background before it expires,
-// fetched by one fetch at a time, and retried with bounded exponential
+// one fetch at a time, and retried with bounded exponential
 // backoff after a failure. Transport adds the token to outbound requests
 // and removes the browser's credentials from them and cookies and
 // authentication challenges from the answers.
@@ -13,9 +13,18 @@
 // starts a fetch of a new one in the background and, as every request
 // until the fetch ends, is sent with the current token. If that fetch
 // fails, the current token is still used until it really expires. A
-// response without expires_in gets DefaultLifetime. Lifetimes are
-// measured on the Source's own clock (Options.Now) from the moment the
-// answer arrived, not from the token's Expiry field.
+// response without expires_in gets DefaultLifetime.
+//
+// expires_in is the token's lifetime in seconds (RFC 6749, section 5.1):
+// 0 or less does not mean "absent" but "already over". A token that lives
+// for no time cannot serve, and fetching one per request would storm the
+// endpoint, so such a token is used for 30 s (minLifetime) and refreshed
+// in the background after 15 s: at most one fetch per 15 s, and a warning
+// in the log. If the upstream does refuse it, that refusal is handled as
+// any other (see Transport).
+//
+// Lifetimes are measured on the Source's own clock (Options.Now) from the
+// moment the answer arrived, not from the token's Expiry field.
 //
 // # Waiting for a token
 //
@@ -71,6 +80,9 @@ const (
 	// drops it, so that a client the API rejects outright cannot make
 	// every request fetch a new token.
 	minInvalidateAge = 30 * time.Second
+	// minLifetime is the lifetime of a token answered with expires_in 0
+	// or less, for the same reason.
+	minLifetime = minInvalidateAge
 )
 
 // ErrBackoff matches (with errors.Is) the error Token returns without
@@ -377,7 +389,15 @@ func (s *Source) fetchToken() (*token, error) {
 		return nil, errors.New("upstreamauth: fetch token: access token contains white space or a control character")
 	}
 	now := s.now()
-	life := lifetime(ot, now)
+	life, over := lifetime(ot)
+	if over {
+		// A token that lives for no time would be fetched again for
+		// every request: it serves for minLifetime instead. If the
+		// upstream does refuse it, the refusal is answered as any other
+		// (Transport), and fetches stay one per minLifetime/2.
+		s.log.LogAttrs(ctx, slog.LevelWarn, "the token endpoint gave a token with expires_in 0 or less; using it for a short lifetime",
+			slog.String("lifetime", life.String()))
+	}
 	return &token{
 		value:     ot.AccessToken,
 		fetched:   now,
@@ -386,28 +406,32 @@ func (s *Source) fetchToken() (*token, error) {
 	}, nil
 }
 
-// lifetime returns how long ot is valid from now. The clientcredentials
-// package does not copy expires_in into Token.ExpiresIn, so it is read from
-// the raw response, then from Expiry, then DefaultLifetime.
-func lifetime(ot *oauth2.Token, now time.Time) time.Duration {
-	secs := ot.ExpiresIn
+// lifetime returns how long ot is valid, and over when the endpoint said
+// its lifetime was 0 or less: then minLifetime. The clientcredentials
+// package does not copy expires_in into Token.ExpiresIn, so it is read
+// from the raw response, then from Expiry, then DefaultLifetime when the
+// answer has none.
+func lifetime(ot *oauth2.Token) (life time.Duration, over bool) {
+	secs, given := ot.ExpiresIn, ot.ExpiresIn != 0
 	switch v := ot.Extra("expires_in").(type) {
 	case float64:
-		if v > 0 && v < math.MaxInt32 {
-			secs = int64(v)
+		if v < math.MaxInt32 {
+			secs, given = int64(v), true
 		}
 	case string: // some servers send a string
-		if n, err := strconv.ParseInt(v, 10, 32); err == nil && n > 0 {
-			secs = n
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+			secs, given = n, true
 		}
 	}
 	switch {
-	case secs > 0:
-		return time.Duration(secs) * time.Second
+	case given && secs <= 0:
+		return minLifetime, true
+	case given:
+		return time.Duration(secs) * time.Second, false
 	case !ot.Expiry.IsZero() && time.Until(ot.Expiry) > 0:
-		return time.Until(ot.Expiry)
+		return time.Until(ot.Expiry), false
 	}
-	return DefaultLifetime
+	return DefaultLifetime, false
 }
 
 // redact turns a fetch error into one that says what failed without the

@@ -187,6 +187,45 @@ func TestShortLifetimeIsNotRefetchedEveryTime(t *testing.T) {
 	wantToken(t, s, "tok-2")
 }
 
+// TestNoLifetimeIsAShortOne: a token answered with expires_in 0 or less
+// (already over, as the field is a lifetime in seconds) is neither cached
+// for DefaultLifetime nor fetched again for every request: it serves for
+// minLifetime, and is refreshed in the background at half of that.
+func TestNoLifetimeIsAShortOne(t *testing.T) {
+	for _, expiresIn := range []int64{0, -1, -3600} {
+		ts := newTokenServer(t)
+		ts.expiresIn = expiresIn
+		var logs bytes.Buffer
+		c := &clock{t: t0}
+		s := newSource(t, ts, c, func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+		steps := []struct {
+			at      time.Duration
+			token   string
+			fetches int64
+		}{
+			{0, "tok-1", 1},
+			{time.Second, "tok-1", 1},
+			{minLifetime/2 - time.Second, "tok-1", 1},
+			{minLifetime / 2, "tok-1", 2}, // due: refreshed in the background
+			{minLifetime / 2, "tok-2", 2},
+			{minLifetime - time.Second, "tok-2", 2},
+		}
+		for _, st := range steps {
+			c.Set(st.at)
+			for range 3 {
+				wantToken(t, s, st.token)
+			}
+			settle(s)
+			if n := ts.fetches.Load(); n != st.fetches {
+				t.Errorf("expires_in %d, at t0+%v: %d fetches, want %d", expiresIn, st.at, n, st.fetches)
+			}
+		}
+		if !strings.Contains(logs.String(), `"lifetime":"30s"`) || !strings.Contains(logs.String(), "expires_in") {
+			t.Errorf("expires_in %d: the log does not say the lifetime was taken as 30s:\n%s", expiresIn, logs.String())
+		}
+	}
+}
+
 func TestAuthStyles(t *testing.T) {
 	for _, tt := range []struct {
 		style oauth2.AuthStyle
