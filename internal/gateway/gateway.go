@@ -765,7 +765,11 @@ func (g *Gateway) upstreamError(w http.ResponseWriter, r *http.Request, err erro
 	class, totalTimeout := g.upstreamFailed(w, r, err, upstream)
 	if class != proxy.Canceled && errors.Is(err, upstreamauth.ErrNoToken) {
 		// No credentials for the upstream (token endpoint down): the
-		// request was not sent; try again later.
+		// request was not sent; try again when a token may be had (the
+		// rest of the fetch backoff), if the error says.
+		if d, ok := upstreamauth.RetryAfter(err); ok {
+			retry = d
+		}
 		g.answers.Write(w, r, respond.Answer{Kind: respond.Unavailable, RetryAfter: retry})
 		return
 	}

@@ -696,6 +696,37 @@ func TestOpenverseTokenEndpointDown(t *testing.T) {
 	}
 }
 
+// TestOpenverseTokenBackoffRetryAfter: while the token endpoint is in
+// backoff, the 503's Retry-After says when the next fetch will be tried,
+// in whole seconds rounded up, at least 1.
+func TestOpenverseTokenBackoffRetryAfter(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	h.api.tokenDown.Store(true)
+	steps := []struct {
+		advance time.Duration
+		retry   string
+		fetches float64 // failed, so far
+	}{
+		{0, "1", 1},                      // fails: backoff 1 s
+		{400 * time.Millisecond, "1", 1}, // 0.6 s left
+		{600 * time.Millisecond, "2", 2}, // fails again: backoff 2 s
+		{100 * time.Millisecond, "2", 2}, // 1.9 s left
+		{1500 * time.Millisecond, "1", 2},
+		{400 * time.Millisecond, "4", 3},  // backoff 4 s
+		{1700 * time.Millisecond, "3", 3}, // 2.3 s left
+	}
+	for i, st := range steps {
+		h.clock.Add(st.advance)
+		resp, body := h.get(h.public.URL, "/api/search/image/?q=cat", "203.0.113.72", "Accept", "application/json")
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != st.retry {
+			t.Errorf("step %d: %d, Retry-After %q (%s); want 503, Retry-After %s", i+1, resp.StatusCode, resp.Header.Get("Retry-After"), body, st.retry)
+		}
+		if f := h.metric(`floodgate_upstream_token_fetches_total{result="failure",upstream="api"}`); f != st.fetches {
+			t.Errorf("step %d: %v failed fetches, want %v", i+1, f, st.fetches)
+		}
+	}
+}
+
 // TestOpenverseSlowTokenRefresh: while a refresh waits on a slow token
 // endpoint, API requests go on with the token that is still valid,
 // including the one whose arrival started the refresh.

@@ -90,6 +90,26 @@ const (
 // backoff has not elapsed.
 var ErrBackoff = errors.New("upstreamauth: token endpoint in backoff")
 
+// RetryAfter returns, for an error of Token or Transport.RoundTrip that
+// says (ok), how long until a request may find a token: the rest of the
+// backoff after a failed fetch, or 0 when a fetch is under way. The
+// gateway's 503 says it in Retry-After.
+func RetryAfter(err error) (d time.Duration, ok bool) {
+	if re, ok := errors.AsType[*retryError](err); ok {
+		return re.after, true
+	}
+	return 0, false
+}
+
+// retryError is an error that says when to try again (RetryAfter).
+type retryError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryError) Error() string { return e.err.Error() }
+func (e *retryError) Unwrap() error { return e.err }
+
 // ErrNoToken matches (with errors.Is) every error of Transport.RoundTrip
 // that comes from not having a token: the request was not sent, and the
 // gateway answers 503.
@@ -285,7 +305,7 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	case <-ctx.Done():
 		return "", fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
 	case <-wait.C:
-		return "", fmt.Errorf("upstreamauth: no token yet: the token endpoint has not answered within %v", s.maxWait)
+		return "", &retryError{err: fmt.Errorf("upstreamauth: no token yet: the token endpoint has not answered within %v", s.maxWait)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,10 +346,11 @@ func (s *Source) fallbackLocked(now time.Time, inBackoff bool) (string, error) {
 	if t := s.cur.Load(); t != nil && now.Before(t.expiresAt) {
 		return t.value, nil
 	}
+	after := max(s.retry.Sub(now), 0)
 	if inBackoff || s.failure == nil {
-		return "", fmt.Errorf("%w after %d failed fetches; next attempt in %v", ErrBackoff, s.fails, s.retry.Sub(now).Round(time.Millisecond))
+		return "", &retryError{after: after, err: fmt.Errorf("%w after %d failed fetches; next attempt in %v", ErrBackoff, s.fails, after.Round(time.Millisecond))}
 	}
-	return "", s.failure
+	return "", &retryError{after: after, err: s.failure}
 }
 
 // run fetches a token, records the outcome and closes done.

@@ -310,17 +310,18 @@ func TestBackoffAndRecovery(t *testing.T) {
 		backoff bool // want ErrBackoff
 		ok      bool
 		fetches int64
+		retry   time.Duration // RetryAfter of the error
 	}{
-		{0, false, false, 1},                     // fails: backoff 1 s
-		{500 * time.Millisecond, true, false, 1}, // fails fast
-		{time.Second, false, false, 2},           // fails: backoff 2 s
-		{2 * time.Second, true, false, 2},
-		{3 * time.Second, false, false, 3}, // fails: backoff 4 s
-		{6 * time.Second, true, false, 3},
-		{7 * time.Second, false, false, 4}, // fails: backoff stays 4 s (max)
-		{10 * time.Second, true, false, 4},
-		{11 * time.Second, false, true, 5}, // recovers
-		{12 * time.Second, false, true, 5}, // cached
+		{0, false, false, 1, time.Second},                                // fails: backoff 1 s
+		{500 * time.Millisecond, true, false, 1, 500 * time.Millisecond}, // fails fast
+		{time.Second, false, false, 2, 2 * time.Second},                  // fails: backoff 2 s
+		{2 * time.Second, true, false, 2, time.Second},
+		{3 * time.Second, false, false, 3, 4 * time.Second}, // fails: backoff 4 s
+		{6 * time.Second, true, false, 3, time.Second},
+		{7 * time.Second, false, false, 4, 4 * time.Second}, // fails: backoff stays 4 s (max)
+		{10 * time.Second, true, false, 4, time.Second},
+		{11 * time.Second, false, true, 5, 0}, // recovers
+		{12 * time.Second, false, true, 5, 0}, // cached
 	}
 	var errs []error
 	for _, st := range steps {
@@ -337,6 +338,9 @@ func TestBackoffAndRecovery(t *testing.T) {
 		}
 		if err != nil {
 			errs = append(errs, err)
+			if d, ok := RetryAfter(err); !ok || d != st.retry {
+				t.Errorf("at t0+%v: RetryAfter(%v) = %v, %v; want %v, true", st.at, err, d, ok, st.retry)
+			}
 		}
 	}
 	for _, e := range errs {
@@ -569,6 +573,9 @@ func TestWaitForFirstTokenIsBounded(t *testing.T) {
 		case err := <-res:
 			if err == nil || errors.Is(err, ErrBackoff) || !strings.Contains(err.Error(), "has not answered within 10ms") {
 				t.Errorf("call %d: Token() with the endpoint silent = %v, want an error naming the wait", i+1, err)
+			}
+			if d, ok := RetryAfter(err); !ok || d != 0 {
+				t.Errorf("call %d: RetryAfter(%v) = %v, %v; want 0, true: a fetch is under way", i+1, err, d, ok)
 			}
 		case <-time.After(10 * time.Second): // a bound, not a measure
 			t.Fatalf("call %d waited for a silent token endpoint past MaxWait", i+1)
