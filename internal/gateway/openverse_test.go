@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,10 @@ type apiRecorder struct {
 	requests  []apiRequest // media requests, in order
 	fetches   atomic.Int64 // token fetches answered
 	tokenDown atomic.Bool  // token endpoint answers 500
+	// The API answers 401 to media requests with gw-token-N for N up to
+	// revoked, and to every one while deny is set.
+	revoked atomic.Int64
+	deny    atomic.Bool
 	// tokenHold, when set, holds each token fetch until it is closed,
 	// after closing tokenHeld (once).
 	tokenHold, tokenHeld chan struct{}
@@ -103,6 +108,14 @@ func newAPIRecorder(t *testing.T) *apiRecorder {
 			authorization: r.Header.Get("Authorization"), cookie: r.Header.Get("Cookie"),
 		})
 		a.mu.Unlock()
+		n, _ := strconv.ParseInt(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer gw-token-"), 10, 64)
+		if a.deny.Load() || n > 0 && n <= a.revoked.Load() {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"detail":"Invalid token."}`)
+			return
+		}
 		// An API that sets a cookie: it must never reach the browser.
 		http.SetCookie(w, &http.Cookie{Name: "api_session", Value: "from-the-api"})
 		w.Header().Set("Content-Type", "application/json")
@@ -761,6 +774,70 @@ func TestOpenverseSlowTokenRefresh(t *testing.T) {
 		t.Errorf("%d requests reached the API, want 4", len(reqs))
 	}
 	release()
+}
+
+// TestOpenverseRevokedToken: the API's 401 to a request that carried
+// floodgate's own token (revoked or rotated on the API's side) never
+// reaches the client, who did nothing wrong. A search is sent once more
+// with a new token; if that one is refused too, the client gets 503 with
+// Retry-After, counted as an upstream failure, and the token endpoint is
+// asked at most once per 30 s.
+func TestOpenverseRevokedToken(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	const search = "/api/search/image/?q=cat"
+	const failures = `floodgate_upstream_errors_total{kind="unreachable",upstream="api"}`
+	if resp, _ := h.get(h.public.URL, search, "203.0.113.73"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first search: %d", resp.StatusCode)
+	}
+
+	// gw-token-1 revoked: the search goes through with gw-token-2.
+	h.api.revoked.Store(1)
+	h.clock.Add(time.Minute)
+	resp, body := h.get(h.public.URL, search, "203.0.113.73")
+	if resp.StatusCode != http.StatusOK || strings.Contains(body, "Invalid token") {
+		t.Errorf("search after the token was revoked: %d %s, want 200 with the API's results", resp.StatusCode, body)
+	}
+	var auths []string
+	for _, r := range h.api.all() {
+		auths = append(auths, r.authorization)
+	}
+	if want := []string{"Bearer gw-token-1", "Bearer gw-token-1", "Bearer gw-token-2"}; !slices.Equal(auths, want) {
+		t.Errorf("the API saw %q, want %q", auths, want)
+	}
+
+	// Every token refused: 503, never the API's 401.
+	h.api.deny.Store(true)
+	h.clock.Add(time.Minute)
+	for i, retry := range []string{"30", "30"} {
+		resp, body := h.get(h.public.URL, search, "203.0.113.73", "Accept", "application/json")
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != retry ||
+			strings.Contains(body, "Invalid token") || resp.Header.Get("WWW-Authenticate") != "" {
+			t.Errorf("search %d with every token refused: %d, Retry-After %q, WWW-Authenticate %q, %s; want floodgate's 503 with Retry-After %s",
+				i+1, resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("WWW-Authenticate"), body, retry)
+		}
+	}
+	if n := h.api.fetches.Load(); n != 3 {
+		t.Errorf("%d token fetches, want 3: a token younger than 30 s is not dropped", n)
+	}
+	if f := h.metric(failures); f != 2 {
+		t.Errorf("%s = %v, want 2", failures, f)
+	}
+	h.api.deny.Store(false)
+	if resp, _ := h.get(h.public.URL, search, "203.0.113.73"); resp.StatusCode != http.StatusOK {
+		t.Errorf("search once the API takes the token again: %d", resp.StatusCode)
+	}
+}
+
+// TestOpenverseDevelopmentKeepsTheAPIs401: without floodgate's own
+// credentials (development), the API's 401 is its answer to the
+// request as sent, and reaches the client.
+func TestOpenverseDevelopmentKeepsTheAPIs401(t *testing.T) {
+	h := newOpenverse(t, "development", map[string]string{"API_CLIENT_ID": "", "API_CLIENT_SECRET": "", "HMAC_SIGNING_SECRET": ""})
+	h.api.deny.Store(true)
+	resp, body := h.get(h.public.URL, "/api/search/audio/?q=rain", "203.0.113.81")
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Invalid token") {
+		t.Errorf("search: %d %s, want the API's 401", resp.StatusCode, body)
+	}
 }
 
 // TestOpenverseDevelopmentWithoutCredentials: in development, without

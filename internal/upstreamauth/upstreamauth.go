@@ -111,8 +111,9 @@ func (e *retryError) Error() string { return e.err.Error() }
 func (e *retryError) Unwrap() error { return e.err }
 
 // ErrNoToken matches (with errors.Is) every error of Transport.RoundTrip
-// that comes from not having a token: the request was not sent, and the
-// gateway answers 503.
+// that comes from not having a token the upstream takes: the request was
+// not sent, or the upstream refused its token (ErrRejected); the gateway
+// answers 503.
 var ErrNoToken = errors.New("upstreamauth: no token for the upstream")
 
 // Options configure a Source. TokenURL, ClientID and ClientSecret are
@@ -487,19 +488,35 @@ func (s *Source) scrub(msg string) string {
 // Invalidate asks for a new token on the next call to Token if tok is the
 // cached token and is at least 30 s old (so a client the API rejects
 // cannot make every request fetch). Use it when the API upstream answers
-// 401 to a request that carried tok. The old token stays in use if the
-// new fetch fails.
-func (s *Source) Invalidate(tok string) {
+// 401 to a request that carried tok. Until the new token has come, calls
+// of Token wait for it; the old token is used again only if the fetch
+// fails (the refusal may have been the upstream's mistake).
+func (s *Source) Invalidate(tok string) { s.invalidate(tok) }
+
+// invalidate is Invalidate, and returns how long until a call of Token
+// may give a token other than tok: the rest of tok's first 30 s when it
+// is kept, else the rest of the backoff if fetches fail, else 0.
+func (s *Source) invalidate(tok string) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.cur.Load()
 	now := s.now()
-	if t == nil || t.value != tok || now.Sub(t.fetched) < minInvalidateAge || !now.Before(t.refreshAt) {
-		return
+	t := s.cur.Load()
+	if t == nil || t.value != tok {
+		if t.valid(now) {
+			return 0 // replaced already
+		}
+	} else if !t.rejected {
+		if age := now.Sub(t.fetched); age < minInvalidateAge {
+			return minInvalidateAge - age
+		}
+		n := *t
+		n.refreshAt, n.rejected = now, true
+		s.cur.Store(&n)
 	}
-	n := *t
-	n.refreshAt, n.rejected = now, true
-	s.cur.Store(&n)
+	if s.done == nil && s.fails > 0 && now.Before(s.retry) {
+		return s.retry.Sub(now)
+	}
+	return 0
 }
 
 // SetAuthorization sets r's Authorization header to the bearer token,
@@ -538,9 +555,19 @@ func SanitizeResponse(h http.Header) {
 // A Transport is the http.RoundTripper for requests to the API upstream.
 // It sends a copy of each request with SanitizeRequest applied and, when
 // Source is not nil, the bearer token; it applies SanitizeResponse to each
-// response and calls Source.Invalidate on a 401. A nil Source means
-// unauthenticated (a development setting: config upstreams.NAME.auth.optional). If no token can be
+// response. A nil Source means unauthenticated (a development setting:
+// config upstreams.NAME.auth.optional), and the upstream's answers, a 401
+// included, are its answers to the request as sent. If no token can be
 // had, RoundTrip fails without contacting the upstream.
+//
+// A 401 to a request that carried the Source's token means the upstream
+// no longer takes that token (revoked, or rotated on its side): the
+// client did nothing wrong, so the answer is not passed on. The token is
+// dropped (Invalidate) and, for a request that can be sent again (see
+// replayable), a new one is had and the request sent once more with it;
+// otherwise, or if the upstream refuses that one too, RoundTrip fails
+// with an error matching ErrRejected and ErrNoToken, whose RetryAfter
+// says when a token other than the refused one may be had.
 type Transport struct {
 	Source *Source
 	// Base sends the requests; default http.DefaultTransport.
@@ -549,31 +576,83 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
+// ErrRejected matches (with errors.Is) the error of Transport.RoundTrip
+// when the upstream answered 401 to floodgate's own token. It matches
+// ErrNoToken too: the gateway answers 503.
+var ErrRejected = errors.New("upstreamauth: the upstream refused floodgate's token")
+
 // RoundTrip implements http.RoundTripper. It does not modify r.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	out := r.Clone(r.Context())
-	SanitizeRequest(out.Header)
-	var tok string
-	if t.Source != nil {
-		var err error
-		if tok, err = t.Source.SetAuthorization(out); err != nil {
-			if r.Body != nil {
-				r.Body.Close()
-			}
-			return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
-		}
-	}
 	base := t.Base
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	out := r.Clone(r.Context())
+	SanitizeRequest(out.Header)
+	if t.Source == nil {
+		return sanitized(base.RoundTrip(out))
+	}
+	tok, err := t.Source.SetAuthorization(out)
+	if err != nil {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
+	}
 	resp, err := base.RoundTrip(out)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized {
+		return sanitized(resp, err)
+	}
+	discard(resp)
+	wait := t.Source.invalidate(tok)
+	if wait == 0 && replayable(r) {
+		// The upstream refused the token before doing anything: a
+		// request without a body and with a safe method can go again,
+		// once, with a new one. One with a body cannot (its body was
+		// read), nor, for fear of doing it twice, one with an unsafe
+		// method.
+		out = r.Clone(r.Context())
+		SanitizeRequest(out.Header)
+		next, err := t.Source.SetAuthorization(out)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
+		case next != tok:
+			resp, err := base.RoundTrip(out)
+			if err != nil || resp.StatusCode != http.StatusUnauthorized {
+				return sanitized(resp, err)
+			}
+			discard(resp)
+			tok = next
+		}
+		wait = t.Source.invalidate(tok)
+	}
+	return nil, &retryError{after: wait, err: fmt.Errorf("%w: %w", ErrNoToken, ErrRejected)}
+}
+
+// sanitized is a round trip's outcome with SanitizeResponse applied.
+func sanitized(resp *http.Response, err error) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
 	SanitizeResponse(resp.Header)
-	if resp.StatusCode == http.StatusUnauthorized && t.Source != nil {
-		t.Source.Invalidate(tok)
-	}
 	return resp, nil
+}
+
+// replayable reports whether r may be sent again after the upstream
+// refused floodgate's token: a safe method (GET, HEAD, OPTIONS), and no
+// body, which the first attempt would have consumed.
+func replayable(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		return r.Body == nil || r.Body == http.NoBody
+	}
+	return false
+}
+
+// discard reads what little of a refused answer's body there is, so
+// that its connection can serve again, and closes it.
+func discard(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
 }

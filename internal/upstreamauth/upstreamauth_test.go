@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -650,42 +651,110 @@ func TestTransportStripsCredentials(t *testing.T) {
 	}
 }
 
-func TestTransportInvalidatesOn401(t *testing.T) {
+// TestTransportAnswersRefusedTokenAsNoToken: a 401 to a request that
+// carried floodgate's own token is not the client's answer: RoundTrip
+// drops the token (when at least 30 s old) and fails with ErrRejected,
+// matching ErrNoToken, with RetryAfter saying when a token may be had. A
+// request without a body whose method is safe is sent once more with a
+// new token first; one with a body never is.
+func TestTransportAnswersRefusedTokenAsNoToken(t *testing.T) {
 	ts := newTokenServer(t)
+	var refused atomic.Int64 // tok-N for N up to it are refused
+	var refuseAll atomic.Bool
+	var mu sync.Mutex
+	var seen []string
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "Bearer tok-1" {
-			w.WriteHeader(http.StatusUnauthorized) // revoked
+		body, _ := io.ReadAll(r.Body)
+		auth := r.Header.Get("Authorization")
+		mu.Lock()
+		seen = append(seen, r.Method+" "+auth+" "+string(body))
+		mu.Unlock()
+		var n int64
+		fmt.Sscanf(auth, "Bearer tok-%d", &n)
+		if refuseAll.Load() || n <= refused.Load() {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"detail":"Invalid token."}`)
 		}
 	}))
 	defer api.Close()
 	c := &clock{t: t0}
 	s := newSource(t, ts, c, nil)
 	tr := &Transport{Source: s, Base: api.Client().Transport}
-	do := func() int {
-		req, _ := http.NewRequest("GET", api.URL, nil)
+	steps := []struct {
+		name    string
+		at      time.Duration
+		method  string
+		refused int64 // tokens refused from this step on
+		all     bool
+		code    int           // 0: RoundTrip fails with ErrRejected
+		retry   time.Duration // its RetryAfter
+		sent    []string      // what the API saw
+		fetches int64
+	}{
+		{"fresh token", 0, "GET", 0, false, 200, 0, []string{"GET Bearer tok-1 "}, 1},
+		{"POST, token revoked", time.Minute, "POST", 1, false, 0, 0, []string{"POST Bearer tok-1 body"}, 1},
+		{"the next request fetches", time.Minute, "GET", 1, false, 200, 0, []string{"GET Bearer tok-2 "}, 2},
+		{"GET, token revoked: sent again", 2 * time.Minute, "GET", 2, false, 200, 0, []string{"GET Bearer tok-2 ", "GET Bearer tok-3 "}, 3},
+		{"HEAD likewise", 3 * time.Minute, "HEAD", 3, false, 200, 0, []string{"HEAD Bearer tok-3 ", "HEAD Bearer tok-4 "}, 4},
+		{"all refused, token 10 s old: kept", 3*time.Minute + 10*time.Second, "GET", 4, true, 0, 20 * time.Second, []string{"GET Bearer tok-4 "}, 4},
+		{"all refused, token 30 s old", 3*time.Minute + 30*time.Second, "GET", 4, true, 0, 30 * time.Second, []string{"GET Bearer tok-4 ", "GET Bearer tok-5 "}, 5},
+		{"all refused, no fetch per request", 3*time.Minute + 30*time.Second, "GET", 4, true, 0, 30 * time.Second, []string{"GET Bearer tok-5 "}, 5},
+		{"POST, all refused", 3*time.Minute + 45*time.Second, "POST", 4, true, 0, 15 * time.Second, []string{"POST Bearer tok-5 body"}, 5},
+	}
+	for _, st := range steps {
+		c.Set(st.at)
+		refused.Store(st.refused)
+		refuseAll.Store(st.all)
+		mu.Lock()
+		seen = nil
+		mu.Unlock()
+		var body io.Reader
+		if st.method == "POST" {
+			body = strings.NewReader("body")
+		}
+		req, _ := http.NewRequest(st.method, api.URL+"/v1/images/", body)
 		resp, err := tr.RoundTrip(req)
-		if err != nil {
-			t.Fatal(err)
+		switch {
+		case st.code != 0 && (err != nil || resp.StatusCode != st.code):
+			t.Errorf("%s: RoundTrip = %v, %v; want %d", st.name, resp, err, st.code)
+		case st.code == 0 && (err == nil || !errors.Is(err, ErrRejected) || !errors.Is(err, ErrNoToken)):
+			t.Errorf("%s: RoundTrip = %v, %v; want ErrRejected and ErrNoToken", st.name, resp, err)
+		case st.code == 0:
+			if d, ok := RetryAfter(err); !ok || d != st.retry {
+				t.Errorf("%s: RetryAfter(%v) = %v, %v; want %v", st.name, err, d, ok, st.retry)
+			}
 		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	// A fresh token that gets 401 is kept: no fetch per request.
-	for range 3 {
-		if code := do(); code != http.StatusUnauthorized {
-			t.Fatalf("status %d, want 401", code)
+		if resp != nil {
+			resp.Body.Close()
+		}
+		mu.Lock()
+		if !slices.Equal(seen, st.sent) {
+			t.Errorf("%s: the API saw %q, want %q", st.name, seen, st.sent)
+		}
+		mu.Unlock()
+		if n := ts.fetches.Load(); n != st.fetches {
+			t.Errorf("%s: %d fetches, want %d", st.name, n, st.fetches)
 		}
 	}
-	if n := ts.fetches.Load(); n != 1 {
-		t.Errorf("%d fetches for a freshly rejected token, want 1", n)
+}
+
+// TestTransportWithoutSourceKeeps401: without floodgate's own token, a
+// 401 answers the request as sent and passes through, body and all.
+func TestTransportWithoutSourceKeeps401(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"detail":"Authentication credentials were not provided."}`)
+	}))
+	defer api.Close()
+	req, _ := http.NewRequest("GET", api.URL, nil)
+	resp, err := (&Transport{Base: api.Client().Transport}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c.Set(time.Minute)
-	do() // 401 on an older token: dropped
-	if code := do(); code != http.StatusOK {
-		t.Errorf("status after invalidation %d, want 200 with tok-2", code)
-	}
-	if n := ts.fetches.Load(); n != 2 {
-		t.Errorf("%d fetches, want 2", n)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "not provided") {
+		t.Errorf("RoundTrip = %d %s, want the upstream's 401", resp.StatusCode, body)
 	}
 }
 
