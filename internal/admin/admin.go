@@ -39,7 +39,9 @@ import (
 type Options struct {
 	// Gatherer is the registry /metrics exposes.
 	Gatherer prometheus.Gatherer
-	// Server is the live gateway; nil serves only /metrics and /healthz.
+	// Server is the live gateway; nil serves only /metrics, /healthz and
+	// /readyz. With it, /readyz checks floodgate's own upstream tokens
+	// (gateway.Server.CheckTokens).
 	Server *gateway.Server
 	// Ready reports whether the gateway can serve traffic now (not
 	// shutting down); nil means always.
@@ -66,6 +68,7 @@ type Options struct {
 //	GET  /metrics        Prometheus text exposition (docs/metrics.md)
 //	GET  /healthz        200 "ok" while the process serves
 //	GET  /readyz         200 when ready for traffic (even with the store down), 503 otherwise
+//	                     (shutting down, the store or floodgate's own upstream tokens not had since start)
 //	GET  /admin/         the dashboard (dashboard.go)
 //	GET  /admin/config   the effective configuration as JSON, secrets redacted
 //	GET  /admin/mode     {"mode": "enforce" | "log-only"}
@@ -95,13 +98,29 @@ func Handler(o Options) http.Handler {
 				return
 			}
 		}
+		var notes []string
+		if o.Server != nil {
+			// The error names no secret, token or address: it may be
+			// shown here.
+			if ready, err := o.Server.CheckTokens(ctx); err != nil {
+				msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+				if !ready {
+					text(w, http.StatusServiceUnavailable, "not ready: "+msg)
+					return
+				}
+				notes = append(notes, msg)
+			}
+		}
 		if o.Store != nil {
 			if err := o.Store(ctx); err != nil {
 				// The error names the store's nodes: for the dashboard,
 				// behind the token, not for an open endpoint.
-				text(w, http.StatusOK, "ready; store: not answering (the dashboard says why)")
-				return
+				notes = append(notes, "store: not answering (the dashboard says why)")
 			}
+		}
+		if len(notes) > 0 {
+			text(w, http.StatusOK, "ready; "+strings.Join(notes, "; "))
+			return
 		}
 		text(w, http.StatusOK, "ready")
 	})

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/floodgate/floodgate/internal/admin"
 	"github.com/floodgate/floodgate/internal/config"
@@ -288,5 +290,69 @@ func TestReadyz(t *testing.T) {
 	w := do(h, "GET", "/readyz", "", "", "")
 	if body, _ := io.ReadAll(w.Body); w.Code != 503 || !strings.Contains(string(body), "shutting down") {
 		t.Errorf("readyz: %d %s", w.Code, body)
+	}
+}
+
+// TestReadyzWithUpstreamToken: a gateway that has not had its own token
+// for an upstream since start is not ready, and says why; once it has
+// had one, losing it is shown but leaves it ready, beside the store's
+// note. The token endpoint is real, on loopback; the clock is the test's.
+func TestReadyzWithUpstreamToken(t *testing.T) {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if refuse.Load() {
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+			return
+		}
+		io.WriteString(w, `{"access_token":"gw","token_type":"Bearer","expires_in":3600}`)
+	}))
+	defer endpoint.Close()
+	yaml := `
+store: {url: memory}
+upstreams:
+  api:
+    url: "http://127.0.0.1:8081"
+    auth: {type: client_credentials, token_url: "` + endpoint.URL + `/token/", client_id: gw, client_secret: "${SECRET}"}
+`
+	const secret = "a-client-secret-0123456789"
+	f, err := config.Parse("t.yaml", []byte(yaml), "", func(k string) (string, bool) { return secret, k == "SECRET" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	m := telemetry.NewMetrics("test")
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{
+		Store: gateway.NewMemoryStore(0, nil, m), Metrics: m, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now },
+	})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	h := admin.Handler(admin.Options{Gatherer: m.Registry, Server: srv,
+		Store: func(context.Context) error { return errors.New("connection refused") }})
+	const noToken = "upstream api: no token: 1 failed fetch, the last: the token endpoint answered 401 invalid_client"
+	steps := []struct {
+		advance time.Duration
+		refuse  bool
+		code    int
+		body    string
+	}{
+		{0, true, 503, "not ready: " + noToken + "; next attempt in 1s\n"},
+		{time.Second, false, 200, "ready; store: not answering (the dashboard says why)\n"},
+		{time.Hour, true, 200, "ready; " + noToken + "; next attempt in 1s; store: not answering (the dashboard says why)\n"},
+	}
+	for i, st := range steps {
+		now = now.Add(st.advance)
+		refuse.Store(st.refuse)
+		w := do(h, "GET", "/readyz", "", "", "")
+		if w.Code != st.code || w.Body.String() != st.body {
+			t.Errorf("step %d: /readyz = %d %q, want %d %q", i+1, w.Code, w.Body.String(), st.code, st.body)
+		}
+		if strings.Contains(w.Body.String(), secret) || strings.Contains(w.Body.String(), "127.0.0.1") {
+			t.Errorf("step %d: /readyz names the secret or an address: %q", i+1, w.Body.String())
+		}
 	}
 }

@@ -100,6 +100,9 @@ type Gateway struct {
 	// cookie; nil when sessions are off.
 	stripSession func(http.Header)
 	clients      apiClients
+	// tokens are the token sources of the upstreams with floodgate's own
+	// client credentials, by upstream name (checkTokens).
+	tokens []upstreamToken
 	// internalRules runs the rules for internal requests too.
 	internalRules bool
 	failures      *telemetry.Failures
@@ -260,9 +263,12 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 	}
 	wraps := map[string]func(http.RoundTripper) http.RoundTripper{}
 	for _, name := range sortedNames(c.Upstreams) {
-		w, err := authTransport(f, name, o, o.Shared)
+		w, src, err := authTransport(f, name, o, o.Shared)
 		cp.add(config.JoinKey(config.JoinKey("upstreams", name), "auth"), err)
 		wraps[name] = w
+		if src != nil {
+			g.tokens = append(g.tokens, upstreamToken{upstream: name, src: src})
+		}
 	}
 
 	// Upstreams and routes. Each distinct (upstream, connect timeout,

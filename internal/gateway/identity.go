@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -216,8 +219,9 @@ func (ac *apiClients) fromBearer(h http.Header) (apiClient, bool) {
 }
 
 // authTransport returns the transport wrapper that gives requests to the
-// upstream name floodgate's own credentials, or nil when it has none.
-func authTransport(f *config.File, name string, o Options, shared *Shared) (func(http.RoundTripper) http.RoundTripper, error) {
+// upstream name floodgate's own credentials, or nil when it has none, and
+// the token source of client credentials, or nil.
+func authTransport(f *config.File, name string, o Options, shared *Shared) (func(http.RoundTripper) http.RoundTripper, *upstreamauth.Source, error) {
 	up := f.Config.Upstreams[name]
 	a := up.Auth
 	switch a.Type {
@@ -226,11 +230,11 @@ func authTransport(f *config.File, name string, o Options, shared *Shared) (func
 			o.Logger.Warn("forwarding without credentials: auth.optional and no client credentials set", "upstream", name)
 			return func(base http.RoundTripper) http.RoundTripper {
 				return &upstreamauth.Transport{Base: base}
-			}, nil
+			}, nil, nil
 		}
 		tokenURL, err := config.ResolveTokenURL(up.URL, a.TokenURL)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		src, err := shared.tokenSource(upstreamauth.Options{
 			TokenURL: tokenURL, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
@@ -238,21 +242,46 @@ func authTransport(f *config.File, name string, o Options, shared *Shared) (func
 			OnFetch: o.Metrics.TokenFetched(name),
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		return func(base http.RoundTripper) http.RoundTripper {
 			return &upstreamauth.Transport{Source: src, Base: base}
-		}, nil
+		}, src, nil
 	case config.AuthHeader:
 		if strings.TrimSpace(a.HeaderValue) == "" {
 			o.Logger.Warn("forwarding without credentials: auth.optional and no header value set", "upstream", name)
-			return func(base http.RoundTripper) http.RoundTripper { return &upstreamauth.Transport{Base: base} }, nil
+			return func(base http.RoundTripper) http.RoundTripper { return &upstreamauth.Transport{Base: base} }, nil, nil
 		}
 		return func(base http.RoundTripper) http.RoundTripper {
 			return &headerTransport{name: http.CanonicalHeaderKey(a.HeaderName), value: a.HeaderValue, base: base}
-		}, nil
+		}, nil, nil
 	}
-	return nil, nil
+	return nil, nil, nil
+}
+
+// upstreamToken is the token source of an upstream with floodgate's own
+// client credentials.
+type upstreamToken struct {
+	upstream string
+	src      *upstreamauth.Source
+}
+
+// checkTokens asks each upstream's token source whether it has a valid
+// token (upstreamauth.Source.Ready: a fetch where there is none, the
+// backoff permitting), all at once, within ctx. It returns nil, or what
+// each upstream without one lacks, in upstream order.
+func (g *Gateway) checkTokens(ctx context.Context) error {
+	errs := make([]error, len(g.tokens))
+	var wg sync.WaitGroup
+	for i, ut := range g.tokens {
+		wg.Go(func() {
+			if err := ut.src.Ready(ctx); err != nil {
+				errs[i] = fmt.Errorf("upstream %s: %w", ut.upstream, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // tokenClient is the HTTP client of token fetches: never an environment

@@ -93,6 +93,7 @@ func newAPIRecorder(t *testing.T) *apiRecorder {
 			}
 			if r.Method != http.MethodPost || r.ParseForm() != nil || r.PostForm.Get("grant_type") != "client_credentials" ||
 				r.PostForm.Get("client_id") != ovClientID || r.PostForm.Get("client_secret") != ovClientSecret {
+				w.Header().Set("Content-Type", "application/json")
 				w.WriteHeader(http.StatusUnauthorized)
 				io.WriteString(w, `{"error":"invalid_client"}`)
 				return
@@ -837,6 +838,82 @@ func TestOpenverseDevelopmentKeepsTheAPIs401(t *testing.T) {
 	resp, body := h.get(h.public.URL, "/api/search/audio/?q=rain", "203.0.113.81")
 	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "Invalid token") {
 		t.Errorf("search: %d %s, want the API's 401", resp.StatusCode, body)
+	}
+}
+
+// readyz returns the admin listener's /readyz status and body.
+func (h *ovHarness) readyz() (int, string) {
+	rec := httptest.NewRecorder()
+	h.admin.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	return rec.Code, rec.Body.String()
+}
+
+// TestOpenverseReadinessNeedsAToken: a replica whose credentials the
+// token endpoint refuses is not ready, and /readyz says why without the
+// credentials or the endpoint's address; readiness fetches a token (the
+// first is otherwise fetched by the first request) but never during the
+// backoff.
+func TestOpenverseReadinessNeedsAToken(t *testing.T) {
+	h := newOpenverse(t, "production", map[string]string{"API_CLIENT_SECRET": "a-wrong-secret-0123456789"})
+	const failed = `floodgate_upstream_token_fetches_total{result="failure",upstream="api"}`
+	u, _ := url.Parse(h.api.URL)
+	clean := func(body string) bool {
+		return !strings.Contains(body, "a-wrong-secret") && !strings.Contains(body, ovClientID) && !strings.Contains(body, u.Hostname())
+	}
+	steps := []struct {
+		advance time.Duration
+		want    string
+		fetches float64
+	}{
+		{0, "not ready: upstream api: no token: 1 failed fetch, the last: the token endpoint answered 401 invalid_client; next attempt in 1s", 1},
+		{500 * time.Millisecond, "not ready: upstream api: no token: 1 failed fetch, the last: the token endpoint answered 401 invalid_client; next attempt in 1s", 1},
+		{500 * time.Millisecond, "not ready: upstream api: no token: 2 failed fetches, the last: the token endpoint answered 401 invalid_client; next attempt in 2s", 2},
+	}
+	for i, st := range steps {
+		h.clock.Add(st.advance)
+		code, body := h.readyz()
+		if code != http.StatusServiceUnavailable || strings.TrimSpace(body) != st.want || !clean(body) {
+			t.Errorf("step %d: /readyz = %d %q, want 503 %q", i+1, code, body, st.want)
+		}
+		if f := h.metric(failed); f != st.fetches {
+			t.Errorf("step %d: %v failed fetches, want %v", i+1, f, st.fetches)
+		}
+	}
+}
+
+// TestOpenverseReadinessAfterAToken: a replica that has had a token since
+// start is ready, with no fetch while the token is valid; once it has
+// had one, a token endpoint down for longer than the token lives leaves
+// it ready, saying so, since every replica shares that endpoint and
+// taking them all out of the load balancer would take the pages down
+// with the API.
+func TestOpenverseReadinessAfterAToken(t *testing.T) {
+	h := newOpenverse(t, "production", nil)
+	h.api.tokenDown.Store(true)
+	if code, body := h.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(body, "answered 500") {
+		t.Errorf("/readyz with the token endpoint down since start: %d %q, want 503", code, body)
+	}
+	h.api.tokenDown.Store(false)
+	h.clock.Add(time.Second)
+	if code, body := h.readyz(); code != http.StatusOK || body != "ready\n" {
+		t.Errorf("/readyz once the token endpoint answers: %d %q, want 200 ready", code, body)
+	}
+	for range 3 {
+		if code, _ := h.readyz(); code != http.StatusOK {
+			t.Errorf("/readyz with a valid token: %d", code)
+		}
+	}
+	if n := h.api.fetches.Load(); n != 1 {
+		t.Errorf("%d tokens fetched, want 1: a valid token is not fetched again", n)
+	}
+	h.api.tokenDown.Store(true)
+	h.clock.Add(36000 * time.Second) // expired
+	code, body := h.readyz()
+	if code != http.StatusOK || !strings.HasPrefix(body, "ready; upstream api: no token: ") {
+		t.Errorf("/readyz with the token expired and the endpoint down: %d %q, want 200 saying there is no token", code, body)
+	}
+	if resp, _ := h.get(h.public.URL, "/api/search/image/?q=cat", "203.0.113.74"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("search with no token: %d, want 503", resp.StatusCode)
 	}
 }
 

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"log/slog"
@@ -37,6 +38,9 @@ type Server struct {
 	started config.Config
 	// rejected is the last load's rejection, nil once a load succeeds.
 	rejected *Rejection
+	// hadTokens: CheckTokens has found a valid token for every upstream
+	// that needs one since start.
+	hadTokens atomic.Bool
 }
 
 // A Rejection is a configuration load that was refused: the previous
@@ -108,6 +112,26 @@ func (h internalHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Refused counts a refusal of the internal listener's server: the
 // listener label is the public listener's, as for its requests.
 func (h internalHandler) Refused(code int) { h.s.cur.Load().Refused(code) }
+
+// CheckTokens checks floodgate's own token for every upstream of the
+// live configuration that has client credentials: err is nil when each
+// holds a valid token or gets one within ctx (a fetch starts where there
+// is none, unless a failed fetch's backoff forbids it). Otherwise err
+// names each upstream without one and says why, with no secret, token or
+// address in it, and ready says whether the gateway may take traffic all
+// the same: not until a check has found every token valid once since
+// start, so that a replica deployed with credentials the token endpoint
+// refuses stays out of the load balancer; after that, yes, since every
+// replica shares the token endpoint and the credentials, and failing
+// them all at once would take down every route, not only the upstream's
+// (which answers 503 meanwhile).
+func (s *Server) CheckTokens(ctx context.Context) (ready bool, err error) {
+	if err := s.cur.Load().checkTokens(ctx); err != nil {
+		return s.hadTokens.Load(), err
+	}
+	s.hadTokens.Store(true)
+	return true, nil
+}
 
 // Current returns the live Gateway.
 func (s *Server) Current() *Gateway { return s.cur.Load() }

@@ -38,9 +38,11 @@
 //
 // After a failed fetch, no request reaches the token endpoint for
 // MinBackoff, then 2×, 4× … up to MaxBackoff; requests that need a token in
-// the meantime fail at once with an error matching ErrBackoff. A success
-// resets the backoff. Errors and log records never contain the client
-// secret, the token, or the endpoint's response body.
+// the meantime fail at once with an error matching ErrBackoff, whose
+// RetryAfter says when the next fetch will be tried. A success resets the
+// backoff. Ready says whether a valid token can be had, for a readiness
+// check. Errors and log records never contain the client secret, the
+// token, or the endpoint's response body.
 //
 // A Source is safe for concurrent use.
 package upstreamauth
@@ -176,8 +178,10 @@ type Source struct {
 	done  chan struct{}
 	fails int
 	retry time.Time // no fetch before this, after a failure
-	// failure is the last fetch's error, nil after a success.
+	// failure is the last fetch's error, nil after a success, and why
+	// says what went wrong for Ready.
 	failure error
+	why     string
 }
 
 // token is a cached access token and its deadlines on the Source's clock.
@@ -356,7 +360,7 @@ func (s *Source) fallbackLocked(now time.Time, inBackoff bool) (string, error) {
 
 // run fetches a token, records the outcome and closes done.
 func (s *Source) run(done chan struct{}) {
-	t, err := s.fetchToken()
+	t, why, err := s.fetchToken()
 	now := s.now()
 	s.mu.Lock()
 	fails, delay := 0, time.Duration(0)
@@ -366,10 +370,10 @@ func (s *Source) run(done chan struct{}) {
 		if s.fails < 32 {
 			delay = min(s.minBack<<(s.fails-1), s.maxBack)
 		}
-		s.retry, s.failure = now.Add(delay), err
+		s.retry, s.failure, s.why = now.Add(delay), err, why
 		fails = s.fails
 	} else {
-		s.fails, s.failure = 0, nil
+		s.fails, s.failure, s.why = 0, nil, ""
 		s.cur.Store(t)
 	}
 	s.mu.Unlock()
@@ -393,22 +397,23 @@ func (s *Source) run(done chan struct{}) {
 }
 
 // fetchToken asks the token endpoint for a new token. Its errors are
-// redacted.
-func (s *Source) fetchToken() (*token, error) {
+// redacted, and why says what went wrong in words fit for an open
+// endpoint (Ready): no secret, token, address or response body.
+func (s *Source) fetchToken() (_ *token, why string, _ error) {
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.client)
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	ot, err := s.cfg.Token(ctx)
 	if err != nil {
-		return nil, s.redact(err)
+		return nil, s.reason(err), s.redact(err)
 	}
 	if typ := ot.Type(); !strings.EqualFold(typ, "Bearer") {
-		return nil, fmt.Errorf("upstreamauth: fetch token: token type %q, want Bearer", s.scrub(typ))
+		return nil, "the token endpoint gave a token type other than Bearer", fmt.Errorf("upstreamauth: fetch token: token type %q, want Bearer", s.scrub(typ))
 	}
 	// What cannot go into an Authorization field would fail every
 	// request for the token's lifetime: a failed fetch instead.
 	if strings.ContainsFunc(ot.AccessToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-		return nil, errors.New("upstreamauth: fetch token: access token contains white space or a control character")
+		return nil, "the token endpoint gave a token that cannot be sent", errors.New("upstreamauth: fetch token: access token contains white space or a control character")
 	}
 	now := s.now()
 	life, over := lifetime(ot)
@@ -425,7 +430,7 @@ func (s *Source) fetchToken() (*token, error) {
 		fetched:   now,
 		refreshAt: now.Add(max(life-s.early, life/2)),
 		expiresAt: now.Add(life),
-	}, nil
+	}, "", nil
 }
 
 // lifetime returns how long ot is valid, and over when the endpoint said
@@ -475,6 +480,28 @@ func (s *Source) redact(err error) error {
 	return fmt.Errorf("upstreamauth: fetch token from %s: %s", s.cfg.TokenURL, s.scrub(msg))
 }
 
+// reason says why a fetch failed with err, for Ready: the status and
+// error code the endpoint answered (a code of letters and underscores
+// only, as the OAuth2 ones are), that it did not answer in time, or that
+// it could not be reached.
+func (s *Source) reason(err error) string {
+	re, ok := errors.AsType[*oauth2.RetrieveError](err)
+	switch {
+	case ok:
+		msg := "the token endpoint answered"
+		if re.Response != nil {
+			msg += " " + strconv.Itoa(re.Response.StatusCode)
+		}
+		if c := re.ErrorCode; c != "" && len(c) <= 40 && !strings.ContainsFunc(c, func(r rune) bool { return (r < 'a' || r > 'z') && r != '_' }) {
+			msg += " " + s.scrub(c)
+		}
+		return msg
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the token endpoint did not answer within " + s.timeout.String()
+	}
+	return "the token endpoint could not be reached"
+}
+
 // scrub returns msg, text from or about the token endpoint's answer, with
 // the client secret, as written or URL-encoded, replaced.
 func (s *Source) scrub(msg string) string {
@@ -517,6 +544,39 @@ func (s *Source) invalidate(tok string) time.Duration {
 		return s.retry.Sub(now)
 	}
 	return 0
+}
+
+// Ready returns nil when the Source holds a valid token (not expired,
+// not refused by the upstream) or gets one within ctx: where there is
+// none, a fetch starts as for Token, unless a failed fetch's backoff
+// forbids it, so that readiness probes never hammer the endpoint.
+// Otherwise its error says why, without the client secret, the token or
+// the endpoint's address: fit for an open readiness endpoint.
+func (s *Source) Ready(ctx context.Context) error {
+	s.Token(ctx) // what went wrong is read from the Source below
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	t := s.cur.Load()
+	switch {
+	case t.valid(now):
+		return nil
+	case s.done != nil:
+		return errors.New("no token yet: a fetch is under way")
+	case s.fails > 0:
+		msg := fmt.Sprintf("no token: %d failed fetch", s.fails)
+		if s.fails > 1 {
+			msg += "es"
+		}
+		msg += ", the last: " + s.why
+		if wait := s.retry.Sub(now); wait > 0 {
+			msg += fmt.Sprintf("; next attempt in %v", (wait + time.Second - 1).Truncate(time.Second))
+		}
+		return errors.New(msg)
+	case t != nil && t.rejected:
+		return errors.New("no token: the upstream refused the last one")
+	}
+	return errors.New("no token")
 }
 
 // SetAuthorization sets r's Authorization header to the bearer token,

@@ -593,6 +593,75 @@ func TestWaitForFirstTokenIsBounded(t *testing.T) {
 	wantToken(t, s, "tok-1")
 }
 
+// TestReady: Ready fetches where there is no valid token, never during
+// the backoff, and says why there is none without the secret or the
+// endpoint's address.
+func TestReady(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.fail = func(n int64) int {
+		if n <= 2 {
+			return http.StatusUnauthorized
+		}
+		return 0
+	}
+	c := &clock{t: t0}
+	s := newSource(t, ts, c, nil)
+	u, _ := url.Parse(ts.URL)
+	steps := []struct {
+		at      time.Duration
+		want    string // "": ready
+		fetches int64
+	}{
+		{0, "no token: 1 failed fetch, the last: the token endpoint answered 401 server_error; next attempt in 1s", 1},
+		{300 * time.Millisecond, "no token: 1 failed fetch, the last: the token endpoint answered 401 server_error; next attempt in 1s", 1},
+		{time.Second, "no token: 2 failed fetches, the last: the token endpoint answered 401 server_error; next attempt in 2s", 2},
+		{2 * time.Second, "no token: 2 failed fetches, the last: the token endpoint answered 401 server_error; next attempt in 1s", 2},
+		{3 * time.Second, "", 3},
+		{4 * time.Second, "", 3},
+		{36003 * time.Second, "", 4}, // expired: fetched again
+	}
+	for _, st := range steps {
+		c.Set(st.at)
+		err := s.Ready(context.Background())
+		if got := fmt.Sprint(err); (st.want == "" && err != nil) || (st.want != "" && got != st.want) {
+			t.Errorf("at t0+%v: Ready() = %v, want %q", st.at, err, st.want)
+		}
+		if err != nil {
+			assertClean(t, "Ready's error", err.Error())
+			if strings.Contains(err.Error(), u.Host) {
+				t.Errorf("Ready's error names the endpoint: %v", err)
+			}
+		}
+		if n := ts.fetches.Load(); n != st.fetches {
+			t.Errorf("at t0+%v: %d fetches, want %d", st.at, n, st.fetches)
+		}
+	}
+}
+
+// TestReadyDuringAFetch: a Ready whose context ends while the fetch it
+// started is held says so; the fetch goes on.
+func TestReadyDuringAFetch(t *testing.T) {
+	ts := newTokenServer(t)
+	ts.gate, ts.entered = make(chan struct{}), make(chan struct{})
+	s := newSource(t, ts, &clock{t: t0}, nil)
+	defer releaseOnce(ts.gate)()
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	go func() { res <- s.Ready(ctx) }()
+	<-ts.entered
+	cancel()
+	if err := <-res; fmt.Sprint(err) != "no token yet: a fetch is under way" {
+		t.Errorf("Ready() with the fetch held = %v, want a fetch under way", err)
+	}
+	releaseOnce(ts.gate)()
+	if err := s.Ready(context.Background()); err != nil {
+		t.Errorf("Ready() once the fetch is done = %v", err)
+	}
+	if n := ts.fetches.Load(); n != 1 {
+		t.Errorf("%d fetches, want 1", n)
+	}
+}
+
 // releaseOnce returns a func that closes gate, once however often called.
 func releaseOnce(gate chan struct{}) func() {
 	return func() {
