@@ -10,10 +10,16 @@ import (
 //
 //	type time elb client:port target:port request_processing_time
 //	target_processing_time response_processing_time elb_status_code
-//	target_status_code received_bytes sent_bytes "request" "user_agent" …
+//	target_status_code received_bytes sent_bytes "request" "user_agent"
+//	ssl_cipher ssl_protocol target_group_arn "trace_id" "domain_name"
+//	"chosen_cert_arn" matched_rule_priority request_creation_time …
 //
-// where request is "GET http://www.example.com:80/path?q HTTP/1.1". The
-// fields after user_agent (TLS, target group, trace id, …) are ignored.
+// where request is "GET http://www.example.com:80/path?q HTTP/1.1". time
+// is when the load balancer sent the response; the request arrived at
+// request_creation_time, which is the Record's Time. A line without it
+// (cut short, or written before the field existed) arrives at time less
+// the three processing times that are known (not -1). The other fields
+// after user_agent (TLS, target group, trace id, …) are ignored.
 
 // field returns the field starting at line[i], quoted or not, and the
 // index of the next field (past one space), or len(line) at the end.
@@ -67,7 +73,7 @@ func parseALB(r *Record, line []byte, tc *timeCache) bool {
 	if !ok {
 		return false
 	}
-	r.Time = t
+	r.Time = albArrival(line, i, t, &f)
 	// client:port, or [v6]:port
 	c := f[3]
 	switch {
@@ -102,6 +108,32 @@ func parseALB(r *Record, line []byte, tc *timeCache) bool {
 		r.UserAgent = ua
 	}
 	return true
+}
+
+// albRequestCreationTime is the index of request_creation_time among an
+// ALB line's fields.
+const albRequestCreationTime = 21
+
+// albArrival returns when the request of an ALB line arrived: its
+// request_creation_time, found from line[i] (the field after user_agent)
+// on, or else sent (the line's time) less the processing times f gives.
+func albArrival(line []byte, i int, sent int64, f *[14][]byte) int64 {
+	var fl []byte
+	ok := true
+	for k := len(f); k <= albRequestCreationTime && ok; k++ {
+		fl, i, ok = field(line, i)
+	}
+	if ok {
+		if t, ok := parseRFC3339(fl); ok {
+			return t
+		}
+	}
+	for _, p := range f[5:8] {
+		if d, ok := decimalDuration(p, int64(time.Second)); ok && sent-d >= minUnixNano {
+			sent -= d
+		}
+	}
+	return sent
 }
 
 // splitAbsoluteRequest splits "GET http://host:80/path?q HTTP/1.1" into

@@ -172,13 +172,25 @@ var parseCases = map[Format][]parseCase{
 	},
 	ALB: {
 		{"http", `http 2018-07-02T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - - arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/my-targets/73e2d6bc24d8a067 "Root=1-58337262-36d228ad5d99923122bbe354" "-" "-" 0 2018-07-02T22:22:48.364000Z "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`, true,
-			want{Time: "2018-07-02T22:23:00.186641Z", Client: "192.168.131.39", Method: "GET", Target: "/", Host: "www.example.com", Status: 200, Bytes: 366,
+			want{Time: "2018-07-02T22:22:48.364Z", Client: "192.168.131.39", Method: "GET", Target: "/", Host: "www.example.com", Status: 200, Bytes: 366,
 				UserAgent: "curl/7.46.0", HasUserAgent: true, Duration: time.Millisecond}},
+		// The request's arrival is request_creation_time (field 22), not
+		// time, when the response was sent: here 40 s apart, for a slow
+		// upstream. Its fraction and zone are read as RFC 3339 has them.
+		{"request_creation_time", `https 2026-11-30T10:00:40.5Z app/lb/1 203.0.113.9:2817 10.0.0.1:80 0.001 39.999 0.000 200 200 34 366 "GET https://www.example.com:443/scores HTTP/1.1" "curl/8" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:1:targetgroup/t/1 "Root=1-2" "www.example.com" "-" 0 2026-11-30T11:00:00.123456+01:00 "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`, true,
+			want{Time: "2026-11-30T10:00:00.123456Z", Client: "203.0.113.9", Method: "GET", Target: "/scores", Host: "www.example.com", Status: 200, Bytes: 366,
+				UserAgent: "curl/8", HasUserAgent: true, Duration: 39999 * time.Millisecond}},
+		// Without request_creation_time (lines cut short, logs written
+		// before the field existed), the arrival is time less the three
+		// processing times that are not -1.
+		{"no request_creation_time", `http 2018-07-02T22:23:00.186641Z app/lb/1 192.168.131.39:2817 10.0.0.1:80 0.086 0.048 0.037 200 200 0 57 "GET http://www.example.com/ HTTP/1.1" "curl/7.46.0"`, true,
+			want{Time: "2018-07-02T22:23:00.015641Z", Client: "192.168.131.39", Method: "GET", Target: "/", Host: "www.example.com", Status: 200, Bytes: 57,
+				UserAgent: "curl/7.46.0", HasUserAgent: true, Duration: 48 * time.Millisecond}},
 		{"ipv6 client with query", `h2 2018-07-02T22:23:00.186641Z app/lb/1 [2001:db8::7]:48160 10.0.0.66:9000 0.000 0.250 0.000 429 429 5 257 "POST https://api.example.com:443/v1/x?q=1 HTTP/2.0" "-" x y`, true,
-			want{Time: "2018-07-02T22:23:00.186641Z", Client: "2001:db8::7", Method: "POST", Target: "/v1/x?q=1", Host: "api.example.com", Status: 429, Bytes: 257,
+			want{Time: "2018-07-02T22:22:59.936641Z", Client: "2001:db8::7", Method: "POST", Target: "/v1/x?q=1", Host: "api.example.com", Status: 429, Bytes: 257,
 				HasUserAgent: true, Duration: 250 * time.Millisecond}},
 		{"lambda failure", `http 2018-11-30T22:23:00.186641Z app/my-loadbalancer/50dc6c495c0c9188 192.168.131.39:2817 - 0.000 0.001 0.000 502 - 34 366 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.46.0" - -`, true,
-			want{Time: "2018-11-30T22:23:00.186641Z", Client: "192.168.131.39", Method: "GET", Target: "/", Host: "www.example.com", Status: 502, Bytes: 366,
+			want{Time: "2018-11-30T22:23:00.185641Z", Client: "192.168.131.39", Method: "GET", Target: "/", Host: "www.example.com", Status: 502, Bytes: 366,
 				UserAgent: "curl/7.46.0", HasUserAgent: true, Duration: time.Millisecond}},
 		{"malformed request", `http 2018-11-30T22:23:00.186641Z app/lb/1 192.168.131.39:2817 - -1 -1 -1 400 - 0 0 "- - - " "-" - -`, true,
 			want{Time: "2018-11-30T22:23:00.186641Z", Client: "192.168.131.39", Status: 400, Bytes: 0, HasUserAgent: true}},

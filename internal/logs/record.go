@@ -46,10 +46,10 @@ type Record struct {
 	// Kind says whether the record is a request or a rule decision.
 	Kind Kind
 	// Time is when the request arrived (common, combined, vhost_combined:
-	// when it was received; ALB: when the response was sent; WAF: when the
-	// record was written; floodgate's access log: when the request
-	// arrived, its decision log: when the rule decided), in Unix
-	// nanoseconds.
+	// when it was received; ALB: request_creation_time, when the load
+	// balancer received it; WAF: when the record was written; floodgate's
+	// access log: when the request arrived, its decision log: when the
+	// rule decided), in Unix nanoseconds.
 	Time int64
 	// Client identifies the client as the log gives it: an IP address
 	// (ALB's port removed), a host name (common, combined and

@@ -75,6 +75,9 @@ const (
 	maxYear = 2261
 )
 
+// minUnixNano is the first instant of minYear in Unix nanoseconds.
+var minUnixNano = daysFromCivil(minYear, 1, 1) * 86400 * 1e9
+
 // maxUnixMilli is the last millisecond of maxYear, the latest timestamp
 // read where a log gives Unix milliseconds.
 var maxUnixMilli = daysFromCivil(maxYear+1, 1, 1)*86400*1000 - 1
