@@ -190,3 +190,37 @@ func TestReplayOfServeInternalCalls(t *testing.T) {
 		t.Errorf("replay: %v requests; per-ip matched %v, would block %v; want 6, 1, 0 (the gateway refused none)", v["requests"], r["matched"], r["would_block_requests"])
 	}
 }
+
+// TestReplayTwiceSameReport: two replays of the same log and
+// configuration print the same bytes, in every output, also when the
+// store's key cap is too small and it evicts counters.
+func TestReplayTwiceSameReport(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "small.yaml")
+	yaml := "upstreams: {api: {url: \"http://127.0.0.1:9\"}}\nstore: {max_keys: 1024}\n" +
+		"rules:\n  - {name: per-ip, limits: [5/1m, 30/1h, 50/1d]}\n  - {name: per-ip-day, action: count, limits: [80/1d]}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	html := filepath.Join(t.TempDir(), "replay.html")
+	for _, format := range [][]string{nil, {"--json"}, {"--html", html}} {
+		var first string
+		for i := range 3 {
+			code, out, stderr := run(t, nil, append([]string{"replay", "--config", cfg, elasticLog}, format...)...)
+			if code != 0 || !strings.Contains(out, "evict") && format == nil {
+				t.Fatalf("exit code %d, want 0 and evictions reported; stdout:\n%s\nstderr:\n%s", code, out, stderr)
+			}
+			if len(format) == 2 {
+				page, err := os.ReadFile(html)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = string(page)
+			}
+			if i == 0 {
+				first = out
+			} else if out != first {
+				t.Errorf("replay %v, run %d (-got +first):\n%s", format, i+1, cmp.Diff(out, first))
+			}
+		}
+	}
+}

@@ -14,7 +14,7 @@
 // Algorithm), not the key itself, so a counter takes 24 bytes of a hash
 // table, about 28 to 41 bytes a counter with the table's free slots. The
 // key is hashed with hash/maphash and a seed drawn per Store, so clients
-// cannot choose keys that collide. Two distinct counters share a hash with
+// cannot choose keys that collide (unless Options.Seed is set: see there). Two distinct counters share a hash with
 // probability 2⁻⁶⁴; with a million counters tracked, the chance that a
 // new one lands on an existing one is about one in 18 trillion (10⁶/2⁶⁴),
 // and the effect would be that the two count together.
@@ -45,6 +45,13 @@
 // at worst an evicted counter restarts empty and its key gets its limit
 // afresh. Stats counts evictions, a sign that MaxKeys is too small or that
 // a flood of keys is under way.
+//
+// Which slots a sweep or an eviction looks at is drawn at random, and the
+// hashes that place counters in shards and slots use a seed drawn per
+// Store, so two stores given the same Takes may evict different counters.
+// A store with Options.Seed set draws both from that seed instead: the
+// same Takes at the same instants then give the same decisions and Stats,
+// evictions included (floodgate replay relies on it).
 //
 // # Clock
 //
@@ -95,8 +102,22 @@ type Options struct {
 	MaxKeys int
 	// Shards is the number of independently locked parts of the store,
 	// rounded up to a power of two, at most 65536 and at most MaxKeys.
-	// Default 4×GOMAXPROCS, at least 16.
+	// Default 4×GOMAXPROCS, at least 16. A store that must give the same
+	// results on every machine (see Seed) sets it.
 	Shards int
+	// Seed, when not zero, makes the store deterministic: its key hashes
+	// and its random choices (the counters a sweep or an eviction looks
+	// at) derive from Seed instead of being drawn by New, so the same
+	// sequence of Takes at the same instants gives the same decisions and
+	// Stats, in every run and, with the same Shards, on every machine.
+	// It is for replaying recorded traffic and for tests: whoever knows
+	// the seed can choose keys (an address, a header) whose hashes
+	// collide, so a store facing live traffic leaves it zero. Keys are
+	// then hashed by a function of the package's own, about as fast as
+	// hash/maphash, and shards are locked as usual: Takes from several
+	// goroutines are exact, but their order, hence the evictions, is the
+	// callers'.
+	Seed uint64
 }
 
 // Stats are counts about a Store, for metrics.
@@ -122,6 +143,7 @@ type Store struct {
 	shift  uint // h >> shift is a key's shard
 	seed   maphash.Seed
 	lseed  uint64 // mixed into counter keys with the limit
+	kseed  uint64 // Options.Seed: keys hashed by seededHash, not maphash
 
 	clock func() time.Time // nil: the monotonic clock below
 	start time.Time        // with a monotonic reading
@@ -167,14 +189,21 @@ func New(opts Options) *Store {
 		shift:  uint(64 - bits.TrailingZeros(uint(n))),
 		seed:   maphash.MakeSeed(),
 		lseed:  rand.Uint64(),
+		kseed:  opts.Seed,
 		clock:  opts.Now,
 		start:  time.Now(),
+	}
+	if opts.Seed != 0 {
+		s.lseed = mix(opts.Seed ^ 0x6c696d6974736565) // "limitsee"
 	}
 	s.epoch = s.start.UnixNano()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.max = maxKeys / n
 		sh.maxSlots = capacityFor(sh.max)
+		if opts.Seed != 0 {
+			sh.t.rng = rand.NewPCG(opts.Seed, uint64(i))
+		}
 	}
 	return s
 }
@@ -191,7 +220,7 @@ func (s *Store) Take(_ context.Context, key string, n int64, limits ...ratelimit
 		return ratelimit.Decision{}, err
 	}
 	now := s.now()
-	h := maphash.String(s.seed, key)
+	h := s.hash(key)
 	sh := &s.shards[h>>s.shift]
 	if len(limits) != 1 {
 		return s.takeAll(sh, h, limits, now, n), nil
@@ -270,6 +299,36 @@ func (s *Store) now() int64 {
 		return s.clock().UnixNano()
 	}
 	return s.epoch + int64(time.Since(s.start))
+}
+
+// hash returns key's 64-bit hash: by hash/maphash with the store's seed,
+// or by seededHash when Options.Seed is set.
+func (s *Store) hash(key string) uint64 {
+	if s.kseed != 0 {
+		return seededHash(s.kseed, key)
+	}
+	return maphash.String(s.seed, key)
+}
+
+// seededHash hashes key with seed: eight bytes at a time, each word mixed
+// into the state by mix (a bijection), the length folded in first. The
+// same seed and key give the same hash on every machine.
+func seededHash(seed uint64, key string) uint64 {
+	h := mix(seed ^ uint64(len(key))*0x9e3779b97f4a7c15)
+	for len(key) >= 8 {
+		w := uint64(key[0]) | uint64(key[1])<<8 | uint64(key[2])<<16 | uint64(key[3])<<24 |
+			uint64(key[4])<<32 | uint64(key[5])<<40 | uint64(key[6])<<48 | uint64(key[7])<<56
+		h = mix(h ^ w)
+		key = key[8:]
+	}
+	if len(key) > 0 {
+		var w uint64
+		for i := range len(key) {
+			w |= uint64(key[i]) << (8 * i)
+		}
+		h = mix(h ^ w)
+	}
+	return h
 }
 
 // counterKey returns the table key of the counter for the key hashed to h

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,14 @@ func TestConformanceOneShard(t *testing.T) {
 	})
 }
 
+// TestConformanceSeeded runs the suite on a store that hashes keys with
+// its own function (Options.Seed).
+func TestConformanceSeeded(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) ratelimit.Store {
+		return memory.New(memory.Options{Seed: 1, Shards: 4, MaxKeys: 1 << 12})
+	})
+}
+
 var ctx = context.Background()
 
 func TestTakeDoesNotAllocate(t *testing.T) {
@@ -54,6 +63,7 @@ func TestTakeDoesNotAllocate(t *testing.T) {
 		{"refused", func() { s.Take(ctx, "k", 1, six[5]) }},
 		{"interface, slice", func() { store.Take(ctx, "k", 1, two...) }},
 		{"clock option", func() { clocked.Take(ctx, "k", 1, two...) }},
+		{"seeded", func() { seeded.Take(ctx, "a key longer than eight bytes", 1, two...) }},
 	}
 	for _, tt := range tests {
 		if n := testing.AllocsPerRun(1000, tt.take); n != 0 {
@@ -62,7 +72,10 @@ func TestTakeDoesNotAllocate(t *testing.T) {
 	}
 }
 
-var clocked = memory.New(memory.Options{Now: storetest.NewClock(storetest.Noon).Now})
+var (
+	clocked = memory.New(memory.Options{Now: storetest.NewClock(storetest.Noon).Now})
+	seeded  = memory.New(memory.Options{Seed: 1})
+)
 
 // TestExactManyKeysConcurrently has goroutines take from many keys at once
 // and checks that each key admitted exactly its limit.
@@ -277,6 +290,35 @@ func TestOptions(t *testing.T) {
 	for _, tt := range tests {
 		if got := memory.New(tt.opts).Stats(); got.MaxKeys != tt.wantMaxKeys || got.Keys != 0 {
 			t.Errorf("New(%+v).Stats() = %+v, want MaxKeys %d", tt.opts, got, tt.wantMaxKeys)
+		}
+	}
+}
+
+// TestSeedIsDeterministic: two stores with the same Seed, given the same
+// Takes at the same instants past their key cap, evict the same counters,
+// so they give the same decisions and Stats.
+func TestSeedIsDeterministic(t *testing.T) {
+	l := ratelimit.Limit{Count: 3, Window: time.Hour}
+	run := func(seed uint64) (decisions []bool, st memory.Stats) {
+		clock := storetest.NewClock(storetest.Noon)
+		s := memory.New(memory.Options{Now: clock.Now, MaxKeys: 64, Shards: 4, Seed: seed})
+		for i := range 5000 {
+			clock.Advance(time.Millisecond)
+			d, err := s.Take(ctx, "client/"+strconv.Itoa(i*7919%211), 1, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decisions = append(decisions, d.Allowed)
+		}
+		return decisions, s.Stats()
+	}
+	d1, st1 := run(1)
+	if st1.Evictions == 0 {
+		t.Fatalf("Stats() = %+v: the test needs evictions", st1)
+	}
+	for range 3 {
+		if d2, st2 := run(1); !slices.Equal(d1, d2) || st1 != st2 {
+			t.Fatalf("Seed 1: second run's Stats() = %+v, first %+v; decisions equal: %v", st2, st1, slices.Equal(d1, d2))
 		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 // lock guards it.
 type table struct {
 	slots []slot
-	n     int // occupied slots
+	n     int       // occupied slots
+	rng   *rand.PCG // the random source of a seeded store; nil: math/rand/v2's
 }
 
 // A slot holds a counter; key 0 marks an empty slot (counterKey never
@@ -96,7 +97,13 @@ func (t *table) insert(k uint64, st ratelimit.State) {
 // table must not be empty; it is at least an eighth full unless tiny.
 func (t *table) randomSlot() int {
 	for {
-		hi, _ := bits.Mul64(rand.Uint64(), uint64(len(t.slots)))
+		var r uint64
+		if t.rng != nil {
+			r = t.rng.Uint64()
+		} else {
+			r = rand.Uint64()
+		}
+		hi, _ := bits.Mul64(r, uint64(len(t.slots)))
 		if t.slots[hi].key != 0 {
 			return int(hi)
 		}

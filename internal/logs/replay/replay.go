@@ -150,6 +150,15 @@ type clientKey struct {
 	prefix netip.Prefix
 }
 
+// The replay's store is seeded and has a fixed number of shards, so that
+// which counters it evicts when full is decided by the records alone: the
+// same logs and rules give the same report in every run, on every machine
+// (memory.Options.Seed).
+const (
+	storeShards = 16
+	storeSeed   = 0x666c6f6f64676174 // "floodgat"
+)
+
 // New returns a Replay of the rules in o.
 func New(o Options) *Replay {
 	r := &Replay{routes: o.Routes, resolver: o.Resolver, internal: o.InternalRules, index: map[*rules.Rule]int{},
@@ -157,7 +166,8 @@ func New(o Options) *Replay {
 	if r.resolver == nil {
 		r.resolver = &clientip.Resolver{}
 	}
-	r.store = memory.New(memory.Options{Now: func() time.Time { return time.Unix(0, r.now) }, MaxKeys: o.MaxKeys})
+	r.store = memory.New(memory.Options{Now: func() time.Time { return time.Unix(0, r.now) }, MaxKeys: o.MaxKeys,
+		Shards: storeShards, Seed: storeSeed})
 	logOnly := &atomic.Bool{}
 	logOnly.Store(o.LogOnly)
 	r.engine = rules.Engine{Set: o.Rules, Store: r.store, LogOnly: logOnly, Inflight: &rules.Inflight{}, Obs: observer{r}}

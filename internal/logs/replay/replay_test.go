@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/logs"
@@ -500,6 +503,34 @@ rules:
 		if !slices.Equal(got, want) || res.Rules[2].Charged != tc.charged {
 			t.Errorf("internal rules %v: per-ip matched, internal matched, per-ip would block, errors matched = %v, errors charged %v; want %v, %v",
 				tc.internalRules, got, res.Rules[2].Charged, want, tc.charged)
+		}
+	}
+}
+
+// TestSameReportTwice: the same log and rules give byte-identical
+// reports, also when the store's key cap is too small for the traffic
+// and it evicts counters: which counters it evicts is decided by the
+// records alone, not by a seed drawn per run or the number of cores.
+func TestSameReportTwice(t *testing.T) {
+	set, err := AdHocRules([]string{"5/1m", "20/5m", "30/1h", "50/1d"}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports [][]byte
+	for range 3 {
+		res := replayFiles(t, Options{Rules: set, LogOnly: true, MaxKeys: 256}, logs.ReadOptions{}, elastic)
+		if res.StoreEvictions == 0 {
+			t.Fatalf("no eviction with MaxKeys 256: the test needs some")
+		}
+		data, err := json.MarshalIndent(res, "", " ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		reports = append(reports, data)
+	}
+	for i, r := range reports[1:] {
+		if !bytes.Equal(r, reports[0]) {
+			t.Errorf("report %d differs from the first (-got +first):\n%s", i+2, cmp.Diff(string(r), string(reports[0])))
 		}
 	}
 }
