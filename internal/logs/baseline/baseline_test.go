@@ -210,6 +210,22 @@ func TestNamer(t *testing.T) {
 	if got := (Namer{Show: true}).Name("192.0.2.1", false); got != "192.0.2.1" {
 		t.Errorf("Show name = %q", got)
 	}
+	// Addresses the gateway counts as one client have one hash: an IPv6
+	// /64, an IPv4 address written mapped. A host name is its own.
+	for _, tc := range []struct{ a, b string }{
+		{"2001:db8:1:2::7", "2001:db8:1:2:ffff::1"},
+		{"192.0.2.1", "::ffff:192.0.2.1"},
+	} {
+		if ha, hb := n.Name(tc.a, false), n.Name(tc.b, false); ha != hb {
+			t.Errorf("Name(%q) = %q, Name(%q) = %q: want one hash", tc.a, ha, tc.b, hb)
+		}
+	}
+	if n.Name("2001:db8:1:2::7", false) == n.Name("2001:db8:1:3::7", false) {
+		t.Error("two /64s have one hash")
+	}
+	if n.Name("host.example", false) == n.Name("host.example.", false) {
+		t.Error("two host names have one hash")
+	}
 }
 
 // TestResultShape checks the JSON field names, which are interface: scripts read them.

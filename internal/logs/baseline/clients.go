@@ -4,7 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/netip"
 
+	"github.com/floodgate/floodgate/internal/clientip"
 	"github.com/floodgate/floodgate/internal/uaclass"
 )
 
@@ -88,9 +90,20 @@ func (c *clients) class(id ClientID) uaclass.Class {
 // A Namer shows clients in reports: as a keyed hash (16 hex digits of
 // HMAC-SHA256) unless Show is set. Clients the log already gives as hashes
 // (floodgate's logs) are shown as they are.
+//
+// An IP address is hashed as the gateway hashes the client of its access
+// log (telemetry.AccessRecord): the text of the prefix it is counted
+// under ("192.0.2.1/32", "2001:db8:1:2::/64"), so that with the gateway's
+// key (FLOODGATE_LOG_HASH_KEY) a client has the same hash in the
+// gateway's log and in reports of other logs. Two addresses the gateway
+// counts as one client (one IPv6 /64) have one hash. A client that is not
+// an address (a host name) is hashed as it is.
 type Namer struct {
 	Key  []byte // the HMAC key
 	Show bool   // show clients as logged, not hashed
+	// Resolver groups addresses as the gateway's client_ip settings do;
+	// nil groups them as its defaults do (IPv4 /32, IPv6 /64).
+	Resolver *clientip.Resolver
 }
 
 // Name returns how a client named name is shown.
@@ -98,8 +111,16 @@ func (n Namer) Name(name string, hashed bool) string {
 	if n.Show || hashed {
 		return name
 	}
+	key := []byte(name)
+	if a, err := netip.ParseAddr(name); err == nil {
+		r := n.Resolver
+		if r == nil {
+			r = &clientip.Resolver{}
+		}
+		key = r.KeyPrefix(a).AppendTo(key[:0])
+	}
 	m := hmac.New(sha256.New, n.Key)
-	m.Write([]byte(name))
+	m.Write(key)
 	var sum [sha256.Size]byte
 	return hex.EncodeToString(m.Sum(sum[:0])[:8])
 }
