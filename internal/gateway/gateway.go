@@ -711,6 +711,12 @@ func (g *Gateway) logAccess(arrived time.Time, r *http.Request, req *rules.Reque
 	if req.ClientPrefix.IsValid() {
 		rec.Client = g.hasher.Hash(req.ClientPrefix.AppendTo(nil))
 	}
+	if req.Session != "" {
+		// Hashed as the client is, so that floodgate replay can key rules
+		// by session without the signing secret or the id.
+		rec.Session = g.hasher.Hash([]byte(req.Session))
+	}
+	rec.APIClient = req.APIClient
 	switch {
 	case req.NoResponse:
 		rec.Listener = telemetry.ListenerDecide

@@ -129,7 +129,8 @@ func parseWAFRequest(r *Record, v []byte, s *scratch) bool {
 //	decision log: {"time","level","msg":"decision","rule","action","decision","route",
 //	               "method","path","ua_class","key_type","key_hash","limit","remaining","retry_after_s"}
 //	access log:   {"time","msg":"access","method","path","status","route","duration_ms",
-//	               "ua","ua_class","client","bytes","listener","blocked_by","would_block":[…]}
+//	               "ua","ua_class","client","bytes","session","api_client","listener",
+//	               "blocked_by","would_block":[…]}
 //
 // A record with "rule" and "decision" is a decision; one with "client" is
 // an access record; other records of the same log (warnings, start-up
@@ -192,6 +193,10 @@ func parseFloodgate(r *Record, line []byte, s *scratch) bool {
 			l, _ := s.str(v)
 			r.Internal = string(l) == "internal"
 			r.ForProxy = string(l) == "decide"
+		case "session":
+			r.Session, _ = s.str(v)
+		case "api_client":
+			r.APIClient, _ = s.str(v)
 		case "blocked_by":
 			r.BlockedBy, _ = s.str(v)
 		case "would_block":

@@ -32,6 +32,7 @@ type want struct {
 	Bytes                          int64
 	Duration                       time.Duration
 	Route, Rule, Decision, Blocked string
+	Session, APIClient             string
 	WouldBlock                     []string
 }
 
@@ -39,7 +40,8 @@ func got(r *Record) want {
 	w := want{Kind: r.Kind, Time: r.At().Format(time.RFC3339Nano), Client: string(r.Client), Method: string(r.Method),
 		Target: string(r.Target), Host: string(r.Host), UserAgent: string(r.UserAgent), HasUserAgent: r.HasUserAgent,
 		ClientHashed: r.ClientHashed, Class: r.Class, Status: r.Status, Bytes: r.Bytes, Duration: r.Duration,
-		Route: string(r.Route), Rule: string(r.Rule), Decision: string(r.Decision), Blocked: string(r.BlockedBy)}
+		Route: string(r.Route), Rule: string(r.Rule), Decision: string(r.Decision), Blocked: string(r.BlockedBy),
+		Session: string(r.Session), APIClient: string(r.APIClient)}
 	for _, b := range r.WouldBlock {
 		w.WouldBlock = append(w.WouldBlock, string(b))
 	}
@@ -233,6 +235,9 @@ var parseCases = map[Format][]parseCase{
 			want{Time: "2026-11-30T10:00:00.123456789Z", Client: "3f2a9c0d1e4b5a6f", ClientHashed: true, Method: "GET", Target: "/scores", Status: 429, Route: "api",
 				Duration: 412 * time.Microsecond, UserAgent: "python-requests/2.31.0", HasUserAgent: true, Class: uaclass.Script, Bytes: 187,
 				Blocked: "rate-limit-csv-endpoints", WouldBlock: []string{"shadow-requests", "x"}}},
+		{"access record with a session and an API client", `{"time":"2026-11-30T10:00:00Z","msg":"access","method":"GET","path":"/api","status":200,"route":"api","duration_ms":1,"ua":"","ua_class":"script","client":"3f2a9c0d1e4b5a6f","bytes":0,"session":"9c1d2e3f4a5b6c7d","api_client":"research-lab"}`, true,
+			want{Time: "2026-11-30T10:00:00Z", Client: "3f2a9c0d1e4b5a6f", ClientHashed: true, Method: "GET", Target: "/api", Status: 200, Route: "api",
+				Duration: time.Millisecond, HasUserAgent: true, Class: uaclass.Script, Session: "9c1d2e3f4a5b6c7d", APIClient: "research-lab"}},
 		{"decision record, slog time with offset", `{"time":"2026-11-30T11:00:00.5+01:00","level":"INFO","msg":"decision","rule":"rate-limit-ip","action":"block","decision":"would_block","route":"api","method":"GET","path":"/","ua_class":"browser","key_type":"ip","key_hash":"0011223344556677","limit":"1500/5m","remaining":0,"retry_after_s":1.5}`, true,
 			want{Kind: KindDecision, Time: "2026-11-30T10:00:00.5Z", Client: "0011223344556677", ClientHashed: true, Method: "GET", Target: "/", Route: "api",
 				Class: uaclass.Browser, Rule: "rate-limit-ip", Decision: "would_block", Bytes: -1}},

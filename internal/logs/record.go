@@ -91,6 +91,10 @@ type Record struct {
 	Duration time.Duration
 	// Route is the route name (floodgate's logs).
 	Route []byte
+	// Session is the keyed hash of the request's verified session, empty
+	// when it had none; APIClient the id of its known API client, empty
+	// when none (floodgate's access log; no other log records them).
+	Session, APIClient []byte
 	// Rule and Decision are the rule and its decision ("blocked",
 	// "unavailable", "would_block", "denied", "allowed") of a
 	// KindDecision record.

@@ -33,6 +33,13 @@ type AccessRecord struct {
 	// Client is a keyed hash of the client address, such as
 	// KeyHasher.Hash of its key prefix: never the address itself.
 	Client string
+	// Session is a keyed hash of the request's verified session id (such
+	// as KeyHasher.Hash of it), "" when it had no valid session: never the
+	// id itself, nor the cookie.
+	Session string
+	// APIClient is the id of the request's known API client
+	// (api_clients), "" when none.
+	APIClient string
 	// Bytes is the size of the response body sent.
 	Bytes int64
 	// Listener is the listener that took the request when it is not the
@@ -58,7 +65,8 @@ type AccessRecord struct {
 //	 "client":"3f2a9c0d1e4b5a6f","bytes":187,"blocked_by":"rate-limit-ip",
 //	 "would_block":["shadow-requests"]}
 //
-// listener, blocked_by and would_block are left out when empty. Every record is one
+// session, api_client, listener, blocked_by and would_block are left out
+// when empty. Every record is one
 // Write call to the underlying writer, so records never interleave; wrap
 // a file in a bufio.Writer (and flush it) to save system calls.
 //
@@ -128,6 +136,14 @@ func AppendAccessRecord(dst []byte, rec *AccessRecord) []byte {
 	dst = appendJSONString(dst, rec.Client)
 	dst = append(dst, `,"bytes":`...)
 	dst = strconv.AppendInt(dst, rec.Bytes, 10)
+	if rec.Session != "" {
+		dst = append(dst, `,"session":`...)
+		dst = appendJSONString(dst, rec.Session)
+	}
+	if rec.APIClient != "" {
+		dst = append(dst, `,"api_client":`...)
+		dst = appendJSONString(dst, rec.APIClient)
+	}
 	if rec.Listener != "" {
 		dst = append(dst, `,"listener":`...)
 		dst = appendJSONString(dst, rec.Listener)

@@ -64,6 +64,15 @@ func TestAccessRecordFormat(t *testing.T) {
 	if got = string(AppendAccessRecord(nil, &rec)); !strings.Contains(got, `"bytes":187,"listener":"internal"}`) {
 		t.Errorf("record of the internal listener = %s", got)
 	}
+
+	// A session (its hash) and an API client, after the size.
+	rec.Session, rec.APIClient = "9c1d2e3f4a5b6c7d", "research-lab"
+	if got = string(AppendAccessRecord(nil, &rec)); !strings.Contains(got, `"bytes":187,"session":"9c1d2e3f4a5b6c7d","api_client":"research-lab","listener":"internal"}`) {
+		t.Errorf("record with a session and an API client = %s", got)
+	}
+	if rec.Session, rec.APIClient = "", ""; strings.Contains(string(AppendAccessRecord(nil, &rec)), "session") {
+		t.Errorf("record without a session = %s, want no session", AppendAccessRecord(nil, &rec))
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -141,7 +141,7 @@ func (h *held) size() int { return heldOverhead + cap(h.buf) + 24*cap(h.wb) }
 // this to the Record type).
 func (h *held) set(src *logs.Record, m *merger) {
 	n := len(src.Client) + len(src.Method) + len(src.Target) + len(src.Host) + len(src.UserAgent) +
-		len(src.Route) + len(src.Rule) + len(src.Decision) + len(src.BlockedBy)
+		len(src.Route) + len(src.Session) + len(src.APIClient) + len(src.Rule) + len(src.Decision) + len(src.BlockedBy)
 	for _, w := range src.WouldBlock {
 		n += len(w)
 	}
@@ -157,6 +157,8 @@ func (h *held) set(src *logs.Record, m *merger) {
 	r.Host, buf = keep(buf, src.Host)
 	r.UserAgent, buf = keep(buf, src.UserAgent)
 	r.Route, buf = keep(buf, src.Route)
+	r.Session, buf = keep(buf, src.Session)
+	r.APIClient, buf = keep(buf, src.APIClient)
 	r.Rule, buf = keep(buf, src.Rule)
 	r.Decision, buf = keep(buf, src.Decision)
 	r.BlockedBy, buf = keep(buf, src.BlockedBy)
