@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/floodgate/floodgate/internal/clientip"
@@ -85,6 +86,10 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 		}
 		fileRules = set
 		o.Routes = replay.Routes(c)
+		o.Plans = map[string]string{}
+		for _, cl := range c.APIClients.Clients {
+			o.Plans[cl.ID] = cl.Plan
+		}
 		o.MaxKeys = c.Store.MaxKeys
 		o.InternalRules = c.Internal.EvaluateRules
 		if *mode == "config" {
@@ -129,24 +134,51 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 	}
 	res := rp.Result()
 	res.Lines, res.Parsed, res.Unparsed, res.Files = counts.Lines, counts.Parsed, counts.Unparsed, read
+	for _, r := range res.Rules {
+		if r.NotReplayed != "" {
+			fmt.Fprintf(env.stderr, "floodgate replay: %s: not replayed: %s\n", r.Name, r.NotReplayed)
+		}
+	}
 	if html != nil {
 		if err := html.write(env, func(w io.Writer) error { return report.ReplayHTML(w, res) }); err != nil {
 			return err
 		}
 	}
 	if *asJSON {
-		return writeJSON(env.stdout, res)
+		err = writeJSON(env.stdout, res)
+	} else {
+		report.ReplayTable(env.stdout, res)
 	}
-	report.ReplayTable(env.stdout, res)
-	return nil
+	if err == nil && !res.Replayed() {
+		// The report says why, rule by rule; the exit status says that
+		// there is no answer in it.
+		err = errors.New("no rule could be replayed from these logs")
+	}
+	return err
 }
 
 // loadReplayConfig loads, defaults, validates and compiles a
 // configuration's rules on the path `serve` uses, with every rule's
 // algorithm replaced by alg when it is set. On problems it prints every
 // one and returns errReported.
+//
+// Replay reads no credential: a variable the file refers to only in
+// credential fields (credentialField) may be unset, and stands in as
+// standIn, so that production's rules replay without production's
+// secrets.
 func loadReplayConfig(env environ, file, envName, alg string) (*rules.Set, *config.Config, error) {
 	f, err := config.Load(file, envName, env.lookup)
+	if names := credentialsOnly(f); len(names) > 0 {
+		lookup := func(k string) (string, bool) {
+			if v, ok := env.lookup(k); ok || !slices.Contains(names, k) {
+				return v, ok
+			}
+			return standIn, true
+		}
+		f, err = config.Load(file, envName, lookup)
+		fmt.Fprintf(env.stderr, "floodgate replay: %s: %s not set: replay reads no credential and needs none\n",
+			file, strings.Join(names, ", "))
+	}
 	var problems config.Problems
 	if err != nil && (!errors.As(err, &problems) || f == nil) {
 		return nil, nil, err
@@ -169,4 +201,41 @@ func loadReplayConfig(env environ, file, envName, alg string) (*rules.Set, *conf
 		return nil, nil, errReported
 	}
 	return set, &f.Config, nil
+}
+
+// standIn is the value of an unset variable that a configuration file
+// uses only in credential fields, for a replay: long enough for every one
+// of them (sessions.secret wants 32 bytes), never used.
+const standIn = "unset-for-replay-which-reads-no-credential-0123456789"
+
+// credentialsOnly returns the variables that f refers to, unset and
+// without a default, only in credential fields.
+func credentialsOnly(f *config.File) []string {
+	var names []string
+	for _, name := range f.MissingVariables() {
+		fields := f.MissingVariableFields(name)
+		if len(fields) > 0 && !slices.ContainsFunc(fields, func(p string) bool { return !credentialField(p) }) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// credentialField reports whether the field at path holds a credential,
+// which replay never reads: the admin token, the session signing
+// secrets, and an upstream's client id, client secret or header value.
+func credentialField(path string) bool {
+	switch path {
+	case "admin.token", "sessions.secret":
+		return true
+	}
+	if !strings.HasPrefix(path, "upstreams.") && !strings.HasPrefix(path, "upstreams[") {
+		return false
+	}
+	for _, f := range []string{".auth.client_id", ".auth.client_secret", ".auth.header_value"} {
+		if strings.HasSuffix(path, f) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,12 +3,17 @@ package cli
 import (
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -222,5 +227,161 @@ func TestReplayTwiceSameReport(t *testing.T) {
 				t.Errorf("replay %v, run %d (-got +first):\n%s", format, i+1, cmp.Diff(out, first))
 			}
 		}
+	}
+}
+
+// sessionsYAML is a gateway with visitor sessions and one API client,
+// and rules keyed by each; its secrets come from the environment.
+func sessionsYAML(upstream string) string {
+	return `
+listen: ${PUB}
+admin: {listen: "${ADM}"}
+server: {read_header_timeout: 300ms}
+upstreams: {api: {url: "` + upstream + `"}}
+sessions: {secret: "${SESSION_SECRET}", cookie: sid, issue_when: "request.path == '/page'"}
+api_clients:
+  plans: {standard: [2/1h]}
+  clients:
+    - {id: research-lab, plan: standard, token_sha256: ` + fmt.Sprintf("%x", sha256.Sum256([]byte("lab-token"))) + `}
+rules:
+  - {name: per-session, key: [session], limits: [2/1h]}
+  - {name: per-client, key: [api_client], limits_from: plan}
+  - {name: per-ip, limits: [100/1h]}
+log: {access: stderr}
+`
+}
+
+// TestReplayOfServeSessions: the gateway's access log records a keyed
+// hash of each request's session and the id of its API client, so rules
+// keyed by them replay as the gateway ran them, with no secret: neither
+// the session signing key nor FLOODGATE_LOG_HASH_KEY.
+func TestReplayOfServeSessions(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	g := startServeEnv(t, map[string]string{"SESSION_SECRET": strings.Repeat("s", 40), hashKeyVar: "0123456789abcdef"}, sessionsYAML(up.URL))
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar}
+	get := func(c *http.Client, path, token string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+g.pub+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// A page load issues the session; three calls with it, the third over
+	// 2/1h; three calls of the API client, the third over its plan.
+	var codes []int
+	codes = append(codes, get(browser, "/page", ""))
+	for range 3 {
+		codes = append(codes, get(browser, "/api", ""))
+	}
+	for range 3 {
+		codes = append(codes, get(http.DefaultClient, "/api", "lab-token"))
+	}
+	if want := []int{200, 200, 200, 429, 200, 200, 429}; !slices.Equal(codes, want) {
+		t.Fatalf("statuses %v, want %v", codes, want)
+	}
+	var access strings.Builder
+	for line := range strings.Lines(g.stderr.String()) {
+		if strings.Contains(line, `"msg":"access"`) {
+			if strings.Contains(line, strings.Repeat("s", 40)) || strings.Contains(line, "lab-token") {
+				t.Fatalf("a secret in the access log: %s", line)
+			}
+			access.WriteString(line)
+		}
+	}
+	log := filepath.Join(t.TempDir(), "access.log")
+	if err := os.WriteFile(log, []byte(access.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No SESSION_SECRET, no FLOODGATE_LOG_HASH_KEY.
+	vars := map[string]string{"PUB": "127.0.0.1:1", "ADM": "127.0.0.1:2"}
+	code, out, stderr := run(t, vars, "replay", "--config", g.conf, "--mode", "enforce", "--json", log)
+	if code != 0 {
+		t.Fatalf("replay: exit code %d\n%s", code, stderr)
+	}
+	var res struct {
+		Requests int
+		Rules    []struct {
+			Name        string
+			Matched     int
+			WouldBlock  int    `json:"would_block_requests"`
+			NotReplayed string `json:"not_replayed"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	type rule struct {
+		name                string
+		matched, wouldBlock int
+	}
+	var got []rule
+	for _, r := range res.Rules {
+		if r.NotReplayed != "" {
+			t.Errorf("%s: not replayed: %s", r.Name, r.NotReplayed)
+		}
+		got = append(got, rule{r.Name, r.Matched, r.WouldBlock})
+	}
+	// As the gateway: per-session counted the three calls with the
+	// session (the page load had none yet) and refused the third; the
+	// plan's rule the client's three, refusing the third; per-ip saw the
+	// five requests neither refused.
+	want := []rule{{"per-session", 3, 1}, {"per-client.standard", 3, 1}, {"per-ip", 5, 0}}
+	if res.Requests != 7 || !cmp.Equal(got, want, cmp.AllowUnexported(rule{})) {
+		t.Errorf("replay: %d requests, rules %+v; want 7, %+v", res.Requests, got, want)
+	}
+}
+
+// TestReplayUnreplayableRules: a rule keyed by session or API client
+// cannot be replayed from a log that records neither (a combined log):
+// the report and standard error say so for each, with what would make it
+// replayable, rather than show it as having refused nothing. The replay
+// succeeds while some rule could be replayed, and fails when none could.
+func TestReplayUnreplayableRules(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "floodgate.yaml")
+	vars := map[string]string{"PUB": "127.0.0.1:1", "ADM": "127.0.0.1:2"}
+	if err := os.WriteFile(cfg, []byte(sessionsYAML("http://127.0.0.1:9")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := run(t, vars, "replay", "--config", cfg, excerptLog)
+	if code != 0 {
+		t.Fatalf("exit code %d, want 0: per-ip is replayed\n%s", code, stderr)
+	}
+	for _, rule := range []string{"per-session", "per-client.standard"} {
+		for name, text := range map[string]string{"stdout": out, "stderr": stderr} {
+			if !strings.Contains(text, rule+": not replayed: ") {
+				t.Errorf("%s does not say %s was not replayed:\n%s", name, rule, text)
+			}
+		}
+	}
+	if !strings.Contains(out, "record no session") || !strings.Contains(out, "record no API client") ||
+		!strings.Contains(out, "floodgate's access log") {
+		t.Errorf("stdout does not say why, nor what would do:\n%s", out)
+	}
+	v := decode(t, vars, "replay", "--config", cfg, "--json", excerptLog)
+	for _, r := range v["rules"].([]any) {
+		r := r.(map[string]any)
+		_, not := r["not_replayed"]
+		if want := r["name"] != "per-ip"; not != want {
+			t.Errorf("%s: not_replayed %v, want it %v", r["name"], r["not_replayed"], want)
+		}
+	}
+
+	// Only rules that cannot be replayed: nothing was, and replay fails.
+	only := strings.Replace(sessionsYAML("http://127.0.0.1:9"), "  - {name: per-ip, limits: [100/1h]}\n", "", 1)
+	if err := os.WriteFile(cfg, []byte(only), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr = run(t, vars, "replay", "--config", cfg, excerptLog)
+	if code != 1 || !strings.Contains(stderr, "no rule could be replayed") || !strings.Contains(out, "per-session: not replayed: ") {
+		t.Errorf("exit code %d, want 1 with the reasons; stdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 }

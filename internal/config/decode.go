@@ -274,6 +274,12 @@ func (l *loader) expandScalar(n *yaml.Node, path string) *yaml.Node {
 		if !slices.Contains(l.f.missing, name) {
 			l.f.missing = append(l.f.missing, name)
 		}
+		if l.f.missingAt == nil {
+			l.f.missingAt = map[string][]string{}
+		}
+		if !slices.Contains(l.f.missingAt[name], path) {
+			l.f.missingAt[name] = append(l.f.missingAt[name], path)
+		}
 	}
 	c := *n
 	c.Value = out

@@ -140,6 +140,11 @@ func TestMissingVariables(t *testing.T) {
 	if got := f.MissingVariables(); !slices.Equal(got, []string{"A", "C"}) {
 		t.Errorf("MissingVariables() = %q, want [A C]: unset without a default, once each, in order", got)
 	}
+	for name, want := range map[string][]string{"A": {"listen", "admin.token"}, "C": {"admin.token"}, "B": nil, "D": nil} {
+		if got := f.MissingVariableFields(name); !slices.Equal(got, want) {
+			t.Errorf("MissingVariableFields(%q) = %q, want %q", name, got, want)
+		}
+	}
 	f, _ = Parse("m.yaml", []byte("mode: enforce\n"), "", nil)
 	if got := f.MissingVariables(); len(got) != 0 {
 		t.Errorf("a file without variables: %q", got)

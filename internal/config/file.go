@@ -39,8 +39,10 @@ type File struct {
 	unset map[string]bool     // field paths written with a null value
 	bad   map[string]bool     // field paths that had load problems
 	// missing are the variables the file needs that are unset with no
-	// default, in the order first met.
-	missing []string
+	// default, in the order first met; missingAt the field paths that
+	// refer to each.
+	missing   []string
+	missingAt map[string][]string
 }
 
 // MissingVariables returns the environment variables the file refers to
@@ -51,6 +53,16 @@ func (f *File) MissingVariables() []string {
 		return nil
 	}
 	return slices.Clone(f.missing)
+}
+
+// MissingVariableFields returns the field paths ("sessions.secret",
+// "upstreams.api.auth.client_secret") whose values refer to the variable
+// name, if it is one of MissingVariables; nil otherwise.
+func (f *File) MissingVariableFields(name string) []string {
+	if f == nil {
+		return nil
+	}
+	return slices.Clone(f.missingAt[name])
 }
 
 // A Position is a place in a file: 1-based line and column.

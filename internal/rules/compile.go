@@ -96,6 +96,14 @@ type Rule struct {
 	needsResponse bool
 }
 
+// NeedsSession reports that the rule applies only to requests with a
+// verified session: its key has session.
+func (r *Rule) NeedsSession() bool { return r.needsSession }
+
+// NeedsAPIClient reports that the rule applies only to requests of a
+// known API client: its key has api_client, or it holds a plan's limits.
+func (r *Rule) NeedsAPIClient() bool { return r.needsClient || r.Plan != "" }
+
 // Set is a compiled, ordered rule list. It is immutable and safe for
 // concurrent use.
 type Set struct {

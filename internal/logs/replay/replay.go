@@ -32,8 +32,18 @@
 // unrouted and not evaluated, as the gateway answers it 404 before the
 // rules; so is a record whose request line was not HTTP (its method or
 // target missing), which the gateway's HTTP server answers 400. Other
-// headers, cookies, sessions and API client ids are not in access logs:
-// rules that read them see them absent.
+// headers and cookies are not in access logs: rules that read them see
+// them absent.
+//
+// Sessions and API clients are in floodgate's access log alone: a keyed
+// hash of the request's verified session (the gateway's, so no secret is
+// needed to replay), and the id of its known API client, whose plan is
+// that of Options.Plans. A request that records a session is replayed
+// with that hash as its session, present and valid. A rule that applies
+// only to requests with a session (keyed by session) or of an API client
+// (keyed by api_client, or holding a plan's limits) when no request of
+// the logs records one is not replayed: its Result says so and why
+// (Rule.NotReplayed), rather than report that it refused nothing.
 //
 // The client is the log's: an IP address is grouped by the configured
 // prefix lengths (IPv6 /64 by default) like the gateway's "ip" key. A
@@ -103,6 +113,9 @@ type Options struct {
 	// its internal listener (internal.evaluate_rules); by default they
 	// are forwarded uncounted, as the gateway does.
 	InternalRules bool
+	// Plans give the plan of each known API client by id
+	// (api_clients.clients), for the rules with limits_from: plan.
+	Plans map[string]string
 	// MaxKeys caps the store's counters (memory.Options.MaxKeys); 0 is
 	// memory.DefaultMaxKeys.
 	MaxKeys int
@@ -125,10 +138,13 @@ type Replay struct {
 	index    map[*rules.Rule]int
 	clients  []clientKey // by ClientID
 	unrouted int64
-	internal bool  // Options.InternalRules
-	timed    int64 // requests whose record gives the upstream's duration
-	late     int64 // requests older than the clock when replayed
-	lateMax  int64 // the most one was older, nanoseconds
+	plans    map[string]string // Options.Plans
+	sessions int64             // requests that recorded a session
+	apiCalls int64             // requests that recorded an API client
+	internal bool              // Options.InternalRules
+	timed    int64             // requests whose record gives the upstream's duration
+	late     int64             // requests older than the clock when replayed
+	lateMax  int64             // the most one was older, nanoseconds
 	leftOut  LeftOut
 
 	// The request being replayed, reused.
@@ -161,7 +177,7 @@ const (
 
 // New returns a Replay of the rules in o.
 func New(o Options) *Replay {
-	r := &Replay{routes: o.Routes, resolver: o.Resolver, internal: o.InternalRules, index: map[*rules.Rule]int{},
+	r := &Replay{routes: o.Routes, resolver: o.Resolver, internal: o.InternalRules, plans: o.Plans, index: map[*rules.Rule]int{},
 		header: http.Header{}, strs: map[string]string{}}
 	if r.resolver == nil {
 		r.resolver = &clientip.Resolver{}
@@ -225,6 +241,12 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	if rec.Duration > 0 && !rec.ForProxy {
 		r.timed++
 	}
+	if len(rec.Session) > 0 {
+		r.sessions++
+	}
+	if len(rec.APIClient) > 0 {
+		r.apiCalls++
+	}
 	r.cur.client = id
 	r.cur.hour = floorDiv(rec.Time, int64(time.Hour))
 	if len(rec.Method) == 0 || len(rec.Target) == 0 {
@@ -285,6 +307,15 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	ck := r.clientKey(id)
 	req.ClientIP, req.ClientPrefix = ck.addr, ck.prefix
 	req.Internal, req.NoResponse = rec.Internal, rec.ForProxy
+	if len(rec.Session) > 0 {
+		// The gateway's hash of the session stands for its id: one
+		// session, one hash (given one FLOODGATE_LOG_HASH_KEY).
+		req.Session, req.SessionPresent, req.SessionValid = string(rec.Session), true, true
+	}
+	if len(rec.APIClient) > 0 {
+		req.APIClient = r.intern(rec.APIClient)
+		req.APIClientPlan = r.plans[req.APIClient]
+	}
 	v := r.engine.Evaluate(ctx, req)
 	// The response, for count_when and cost rules: the log's, unless the
 	// replayed rules refused the request (enforce mode) or the log says it

@@ -534,3 +534,116 @@ func TestSameReportTwice(t *testing.T) {
 		}
 	}
 }
+
+const identities = `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+api_clients:
+  plans: {standard: [1/1h], exempt: []}
+  clients: [{id: lab, plan: standard}, {id: partner, plan: exempt}]
+rules:
+  - {name: per-session, key: [session], limits: [2/1h]}
+  - {name: without-session, action: count, when: "!session.valid", limits: [100/1h]}
+  - {name: per-client, key: [api_client], limits_from: plan}
+  - {name: per-ip, limits: [100/1h]}
+`
+
+// TestIdentities: a request that records a session (floodgate's access
+// log: the gateway's hash of it) or an API client is replayed with it, so
+// rules keyed by them count it as the gateway did; the client's plan is
+// the configuration's. Without any such request in the log, those rules
+// are reported as not replayed, with the reason, the others replayed.
+func TestIdentities(t *testing.T) {
+	set, c := compile(t, identities)
+	plans := map[string]string{}
+	for _, cl := range c.APIClients.Clients {
+		plans[cl.ID] = cl.Plan
+	}
+	with := func(session, client string) *logs.Record {
+		rec := record("192.0.2.1", "GET", "/", browserUA, t0)
+		rec.Session, rec.APIClient = []byte(session), []byte(client)
+		return rec
+	}
+	r := New(Options{Rules: set, LogOnly: true, Plans: plans})
+	for _, rec := range []*logs.Record{
+		with("aaaa", ""), with("aaaa", ""), with("aaaa", ""), with("bbbb", ""), // one session over 2/1h
+		with("", "lab"), with("", "lab"), with("", "partner"), with("", "partner"), // lab over its plan's 1/1h
+		with("", ""),
+	} {
+		r.Add(context.Background(), rec)
+	}
+	type row struct {
+		matched, wouldBlock int64
+		notReplayed         string
+	}
+	got := map[string]row{}
+	for _, rule := range r.Result().Rules {
+		got[rule.Name] = row{rule.Matched, rule.WouldBlockRequests, rule.NotReplayed}
+	}
+	want := map[string]row{
+		"per-session":         {4, 1, ""},
+		"without-session":     {5, 0, ""},
+		"per-client.standard": {2, 1, ""},
+		"per-ip":              {9, 0, ""},
+	}
+	if diff := cmp.Diff(got, want, cmp.AllowUnexported(row{})); diff != "" {
+		t.Errorf("rules (-got +want):\n%s", diff)
+	}
+
+	// A log that records neither.
+	r = New(Options{Rules: set, LogOnly: true, Plans: plans})
+	r.Add(context.Background(), with("", ""))
+	res := r.Result()
+	got = map[string]row{}
+	for _, rule := range res.Rules {
+		got[rule.Name] = row{rule.Matched, rule.WouldBlockRequests, rule.NotReplayed}
+	}
+	want = map[string]row{
+		"per-session":         {0, 0, NoSessions},
+		"without-session":     {1, 0, ""},
+		"per-client.standard": {0, 0, NoAPIClients},
+		"per-ip":              {1, 0, ""},
+	}
+	if diff := cmp.Diff(got, want, cmp.AllowUnexported(row{})); diff != "" {
+		t.Errorf("a log without sessions or API clients: rules (-got +want):\n%s", diff)
+	}
+	if !res.Replayed() {
+		t.Error("Replayed() = false, want true: per-ip was")
+	}
+}
+
+// TestDenyIsNotALimit: a deny rule (floodgate's WAF-style block: a
+// condition, no limit) is reported as the gateway counts it: each request
+// it matches is refused (a would-block in log-only mode), under its own
+// action, with no limit, no algorithm and no window of its own, and it
+// takes nothing from any counter: a limit rule after it counts the
+// requests it refused only in log-only mode, where the gateway forwards
+// them.
+func TestDenyIsNotALimit(t *testing.T) {
+	set, c := compile(t, `
+upstreams: {api: {url: 'http://127.0.0.1:1'}}
+rules:
+  - {name: no-bots, when: "request.user_agent.matches('GPTBot')", action: deny}
+  - {name: per-ip, limits: [2/1m]}
+`)
+	for _, logOnly := range []bool{true, false} {
+		r := New(Options{Rules: set, Routes: Routes(c), LogOnly: logOnly})
+		for i := range 3 {
+			r.Add(context.Background(), record("192.0.2.9", "GET", "/", botUA, t0.Add(time.Duration(i)*time.Second)))
+		}
+		res := r.Result()
+		deny, limit := res.Rules[0], res.Rules[1]
+		if deny.Action != "deny" || deny.Limit != "" || deny.Algorithm != "" || deny.Matched != 3 || deny.WouldBlockRequests != 3 {
+			t.Errorf("log-only %v: no-bots = %+v, want action deny, no limit, 3 matched and refused", logOnly, deny)
+		}
+		wantMatched, wantBlocked := int64(0), int64(0)
+		if logOnly {
+			wantMatched, wantBlocked = 3, 1
+		}
+		if limit.Matched != wantMatched || limit.WouldBlockRequests != wantBlocked {
+			t.Errorf("log-only %v: per-ip matched %d, refused %d; want %d, %d", logOnly, limit.Matched, limit.WouldBlockRequests, wantMatched, wantBlocked)
+		}
+		if len(res.Windows) != 1 || res.Windows[0].Window != "1m" {
+			t.Errorf("log-only %v: windows %+v, want per-ip's 1m only", logOnly, res.Windows)
+		}
+	}
+}

@@ -98,6 +98,12 @@ type Rule struct {
 	// rule's cost could not be replayed; Charged is then 0 for want of
 	// data, not because the upstream was idle.
 	Unmeasured bool `json:"unmeasured,omitempty"`
+	// NotReplayed, when set, says why the rule could not be replayed from
+	// these logs and what would replay it: it applies only to requests
+	// with a session, or of an API client, and no request of the logs
+	// records one. Its counts are then 0 for want of data, not because it
+	// would have refused nothing.
+	NotReplayed string `json:"not_replayed,omitempty"`
 	// Candidates are the rule's candidate limits (shadow thresholds
 	// counted on the same key next to the live one), with what each
 	// would have blocked.
@@ -132,6 +138,24 @@ type Hour struct {
 	WouldBlockBrowserClients int   `json:"would_block_browser_clients"`
 }
 
+// Why a rule was not replayed (Rule.NotReplayed).
+const (
+	NoSessions = "it counts requests by session, and the logs record no session: only floodgate's access log records one " +
+		"(a keyed hash), for each request that had a valid session; replay such a log of traffic with sessions to replay this rule"
+	NoAPIClients = "it counts only requests of a known API client, and the logs record no API client: only floodgate's access log " +
+		"records one, for each request that had one; replay such a log of traffic with API clients to replay this rule"
+)
+
+// Replayed reports whether any rule of r could be replayed.
+func (r *Result) Replayed() bool {
+	for _, rule := range r.Rules {
+		if rule.NotReplayed == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // Result computes the report. The Replay may not be added to after.
 func (r *Replay) Result() *Result {
 	res := &Result{Requests: r.base.Requests(), Unrouted: r.unrouted, Clients: r.base.Clients(),
@@ -153,6 +177,12 @@ func (r *Replay) Result() *Result {
 			out.Algorithm = rule.Limits[0].Algorithm.String()
 		}
 		out.WouldBlockClients, out.WouldBlockBrowserClients = r.count(st.clients)
+		switch {
+		case rule.NeedsSession() && r.sessions == 0:
+			out.NotReplayed = NoSessions
+		case rule.NeedsAPIClient() && r.apiCalls == 0:
+			out.NotReplayed = NoAPIClients
+		}
 		if rule.Cost != "" && rule.Cost != config.CostRequests {
 			out.Cost, out.Charged = rule.Cost, st.charged
 			out.Unmeasured = rule.Cost == config.CostUpstreamSeconds && r.timed == 0

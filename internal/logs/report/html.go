@@ -241,6 +241,11 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 	if r.StoreEvictions > 0 {
 		p.Summary = append(p.Summary, fmt.Sprintf("Warning: the store evicted %s counters to stay within its key cap, so the counts are low.", i64(int64(r.StoreEvictions))))
 	}
+	for _, rule := range r.Rules {
+		if rule.NotReplayed != "" {
+			p.Summary = append(p.Summary, fmt.Sprintf("%s: not replayed: %s.", rule.Name, rule.NotReplayed))
+		}
+	}
 	for _, f := range r.Files {
 		p.Files = append(p.Files, fileLine(f))
 	}
@@ -252,6 +257,10 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 		limit, alg := rule.Limit, rule.Algorithm
 		if limit == "" {
 			limit, alg = "—", "—"
+		}
+		if rule.NotReplayed != "" {
+			rt.Rows = append(rt.Rows, []string{rule.Name, rule.Action, limit, alg, "not replayed", "—", "—", "—"})
+			continue
 		}
 		rt.Rows = append(rt.Rows, []string{rule.Name, rule.Action, limit, alg, i64(rule.Matched), i64(rule.WouldBlockRequests),
 			itoa(rule.WouldBlockClients), browserCount(rule.WouldBlockBrowserClients, told, "—")})
@@ -271,6 +280,9 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 	ts := section{ID: "timeline", Heading: "Would-blocks over time",
 		Intro: "Requests each rule refused or would have refused, per hour (UTC)."}
 	for i, rule := range r.Rules {
+		if rule.NotReplayed != "" {
+			continue // said in the summary; no chart of zeros
+		}
 		values := map[int64]int64{}
 		nt := &table{Caption: "Per hour: " + rule.Name, Head: []string{"hour (UTC)", "matched", "would block", "clients", "browser clients"},
 			Num: []bool{false, true, true, true, true}}

@@ -200,6 +200,32 @@ func TestReplayOrder(t *testing.T) {
 	}
 }
 
+// TestNotReplayed: a rule that could not be replayed shows no numbers
+// that would read as "refused nothing": the table and the page say it was
+// not replayed and why, and the page draws no chart of zeros for it.
+func TestNotReplayed(t *testing.T) {
+	r := replayResult(t)
+	r.Rules[0].NotReplayed = replay.NoSessions
+	name := r.Rules[0].Name
+	var table, page bytes.Buffer
+	ReplayTable(&table, r)
+	if err := ReplayHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), name+": not replayed: "+replay.NoSessions) {
+		t.Errorf("table does not say %s was not replayed:\n%s", name, table.String())
+	}
+	for line := range strings.Lines(table.String()) {
+		if strings.HasPrefix(line, name+" ") && (!strings.Contains(line, "not replayed") || strings.Contains(line, " 0 ")) {
+			t.Errorf("table row of %s: %q, want \"not replayed\" and no count", name, line)
+		}
+	}
+	if !strings.Contains(page.String(), name+": not replayed: ") {
+		t.Errorf("page does not say %s was not replayed", name)
+	}
+	checkPage(t, page.String(), 3) // one timeline fewer
+}
+
 // TestEscaping: names from logs and configurations are text, never markup.
 func TestEscaping(t *testing.T) {
 	r := replayResult(t)

@@ -194,6 +194,11 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 				busiest = fmt.Sprintf("%s (%s)", strings.TrimSuffix(h.Hour, ":00:00Z")+"h", num(most))
 			}
 		}
+		if rule.NotReplayed != "" {
+			// No 0s, which would read as "refused nothing".
+			printf(tw, "%s\t%s\t%s\tnot replayed\t-\t-\t-\t-\n", rule.Name, rule.Action, limit)
+			continue
+		}
 		printf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", rule.Name, rule.Action, limit, num(rule.Matched),
 			num(rule.WouldBlockRequests), num(int64(rule.WouldBlockClients)), browserCount(rule.WouldBlockBrowserClients, told, "-"), busiest)
 		for _, c := range rule.Candidates {
@@ -203,6 +208,10 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	}
 	tw.Flush()
 	for _, rule := range r.Rules {
+		if rule.NotReplayed != "" {
+			printf(w, "  %s: not replayed: %s\n", rule.Name, rule.NotReplayed)
+			continue
+		}
 		if rule.Errors > 0 {
 			printf(w, "  %s: %s evaluations failed (the rule was skipped for them, as the gateway does)\n", rule.Name, num(rule.Errors))
 		}
