@@ -255,7 +255,7 @@ func (s *Store) Charge(_ context.Context, key string, n int64, limits ...ratelim
 		return ratelimit.Decision{}, err
 	}
 	now := s.now()
-	h := maphash.String(s.seed, key)
+	h := s.hash(key)
 	sh := &s.shards[h>>s.shift]
 	var d ratelimit.Decision
 	sh.mu.Lock()
