@@ -123,6 +123,7 @@ func (d *Decisions) ObserveCandidate(r *rules.Rule, i int, o rules.Outcome) {
 		j = 1
 	}
 	d.rm.candidates[r.Index][i][j].Inc()
+	d.rm.recent.AddCandidate(r.Index, i, o)
 }
 
 // Charged implements rules.Observer.

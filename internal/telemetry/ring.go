@@ -42,22 +42,28 @@ type RingOptions struct {
 	// runs, so tests step through fixed instants.
 	Now func() time.Time
 	// MaxRules bounds the rules the ring keeps a history for; 0 means
-	// DefaultRingRules. Each costs RingBuckets×5×8 bytes (14.06 KiB).
+	// DefaultRingRules. Each costs RingBuckets×5×8 bytes (14.06 KiB), and
+	// each of its candidate limits RingBuckets×2×8 bytes (5.63 KiB).
 	MaxRules int
 }
 
 // A Ring keeps the last hour of rule decisions in memory, for the admin
 // dashboard: per rule name and decision (allowed, blocked, would_block,
-// denied, unavailable), counts in RingBuckets buckets of RingBucket each. Recording is
-// an atomic add into the current bucket (RingRules.Add: no lock, no
-// allocation, and with the default clock no clock read); the bucket that
-// falls out of the window is zeroed when the clock moves into a new
-// bucket, under a lock taken once per bucket. Memory is fixed: MaxRules
-// rows of RingBuckets×5 counters, allocated when a rule is first seen.
+// denied, unavailable), counts in RingBuckets buckets of RingBucket each,
+// and per candidate limit of a rule, what the candidate would have
+// decided (allowed, would_block), in the same buckets. Recording is an
+// atomic add into the current bucket (RingRules.Add and AddCandidate: no
+// lock, no allocation, and with the default clock no clock read); the
+// bucket that falls out of the window is zeroed when the clock moves into
+// a new bucket, under a lock taken once per bucket. Memory is fixed:
+// MaxRules rows of RingBuckets×5 counters, allocated when a rule is first
+// seen, and RingBuckets×2 counters for each of their candidates.
 //
 // The ring is keyed by rule name, not by rule set, so a reload that keeps a
-// rule keeps its history. A rule removed by a reload keeps its row (and its
-// history, until it ages out) while there is room; when a reload brings
+// rule keeps its history; a candidate keeps its history while its rule
+// keeps both its name and that limit. A rule removed by a reload keeps its
+// row (and its history, with its candidates', until it ages out) while
+// there is room; when a reload brings
 // more rules than MaxRules, the rows of rules no longer configured are
 // reused first, least recently configured first, and the rules that still
 // find no row are listed in History.Untracked.
@@ -83,7 +89,22 @@ type Ring struct {
 type ringRow struct {
 	name   string
 	counts [RingBuckets][ringOutcomes]atomic.Uint64
-	used   int64 // the last ForRules generation that included this rule
+	used   int64            // the last ForRules generation that included this rule
+	cands  []*ringCandidate // its candidate limits, as last configured; guarded by Ring.mu
+}
+
+// ringCandidate is the history of one candidate limit of a rule.
+type ringCandidate struct {
+	limit  string                        // "50/5m", the candidate label of floodgate_rule_candidate_decisions_total
+	counts [RingBuckets][2]atomic.Uint64 // allowed, would_block
+}
+
+// candidateSlot is where a candidate's decision o is counted.
+func candidateSlot(o rules.Outcome) int {
+	if o == rules.Allowed {
+		return 0
+	}
+	return 1 // would_block, as ObserveCandidate reports any refusal
 }
 
 // NewRing returns an empty ring whose first bucket starts now.
@@ -155,6 +176,10 @@ func (r *Ring) advance(b int64) {
 			for o := range row.counts[s] {
 				row.counts[s][o].Store(0)
 			}
+			for _, c := range row.cands {
+				c.counts[s][0].Store(0)
+				c.counts[s][1].Store(0)
+			}
 		}
 	}
 	// Only now may adders see b: nothing they add to its bucket is zeroed.
@@ -165,20 +190,30 @@ func (r *Ring) advance(b int64) {
 // Ring.ForRules; the nil *RingRules records nothing. It is safe for
 // concurrent use.
 type RingRules struct {
-	ring *Ring
-	rows []*ringRow // by rule index; nil for a rule without a row
+	ring  *Ring
+	rows  []*ringRow         // by rule index; nil for a rule without a row
+	cands [][]*ringCandidate // by rule index and candidate index
 }
 
-// ForRules returns the recorder for a rule set whose rule i is names[i].
-// Rules keep the rows (and history) they had under the same name.
-func (r *Ring) ForRules(names []string) *RingRules {
+// ForRules returns the recorder for a rule set whose rule i is names[i],
+// none of which has candidate limits. Rules keep the rows (and history)
+// they had under the same name.
+func (r *Ring) ForRules(names []string) *RingRules { return r.ForRulesWithCandidates(names, nil) }
+
+// ForRulesWithCandidates is ForRules for rules with candidate limits:
+// candidates[i] names those of rule i as
+// floodgate_rule_candidate_decisions_total's candidate label does
+// ("50/5m"); candidates may be shorter than names. A candidate keeps its
+// history while its rule keeps both its name and that limit; the history
+// of a candidate no longer configured for its rule is dropped.
+func (r *Ring) ForRulesWithCandidates(names []string, candidates [][]string) *RingRules {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gen++
-	rr := &RingRules{ring: r, rows: make([]*ringRow, len(names))}
+	rr := &RingRules{ring: r, rows: make([]*ringRow, len(names)), cands: make([][]*ringCandidate, len(names))}
 	for i, n := range names {
 		if row := r.rows[n]; row != nil {
 			row.used = r.gen
@@ -197,6 +232,29 @@ func (r *Ring) ForRules(names []string) *RingRules {
 		row := &ringRow{name: n, used: r.gen}
 		r.rows[n] = row
 		rr.rows[i] = row
+	}
+	for i, row := range rr.rows {
+		if row == nil {
+			continue
+		}
+		var limits []string
+		if i < len(candidates) {
+			limits = candidates[i]
+		}
+		var kept []*ringCandidate
+		for _, l := range limits {
+			// The same limit written twice shares its counts, as its
+			// series does.
+			c := findCandidate(kept, l)
+			if c == nil {
+				if c = findCandidate(row.cands, l); c == nil {
+					c = &ringCandidate{limit: l}
+				}
+				kept = append(kept, c)
+			}
+			rr.cands[i] = append(rr.cands[i], c)
+		}
+		row.cands = kept
 	}
 	return rr
 }
@@ -219,16 +277,29 @@ func (r *Ring) evictLocked() bool {
 	return true
 }
 
+func findCandidate(cs []*ringCandidate, limit string) *ringCandidate {
+	for _, c := range cs {
+		if c.limit == limit {
+			return c
+		}
+	}
+	return nil
+}
+
 // forSet is ForRules for a compiled rule set.
 func (r *Ring) forSet(set *rules.Set) *RingRules {
 	if r == nil || set == nil {
 		return nil
 	}
 	names := make([]string, len(set.Rules))
+	candidates := make([][]string, len(set.Rules))
 	for i, rule := range set.Rules {
 		names[i] = rule.Name
+		for _, c := range rule.Candidates {
+			candidates[i] = append(candidates[i], c.String())
+		}
 	}
-	return r.ForRules(names)
+	return r.ForRulesWithCandidates(names, candidates)
 }
 
 // Add records that rule i decided o, now: in the current bucket, which
@@ -268,6 +339,38 @@ func (rr *RingRules) AddAt(t time.Time, i int, o rules.Outcome) {
 	row.counts[slot(b)][o].Add(1)
 }
 
+// AddCandidate records that candidate limit c of rule i would have
+// decided o (rules.Allowed, or rules.WouldBlock for any refusal), now, as
+// Add does. It does not allocate.
+func (rr *RingRules) AddCandidate(i, c int, o rules.Outcome) {
+	if rr == nil {
+		return
+	}
+	if r := rr.ring; r.coarse {
+		if i >= 0 && i < len(rr.cands) && c >= 0 && c < len(rr.cands[i]) {
+			rr.cands[i][c].counts[slot(r.epoch.Load())][candidateSlot(o)].Add(1)
+		}
+		return
+	}
+	rr.AddCandidateAt(rr.ring.now(), i, c, o)
+}
+
+// AddCandidateAt records that candidate limit c of rule i would have
+// decided o at t, as AddAt does.
+func (rr *RingRules) AddCandidateAt(t time.Time, i, c int, o rules.Outcome) {
+	if rr == nil || i < 0 || i >= len(rr.cands) || c < 0 || c >= len(rr.cands[i]) {
+		return
+	}
+	r := rr.ring
+	b := r.bucketOf(t)
+	if cur := r.epoch.Load(); b > cur {
+		r.advance(b)
+	} else if b <= cur-RingBuckets {
+		return
+	}
+	rr.cands[i][c].counts[slot(b)][candidateSlot(o)].Add(1)
+}
+
 // History is a copy of a Ring's contents.
 type History struct {
 	// End is the end of the newest bucket; bucket j of a RuleHistory
@@ -289,6 +392,20 @@ type RuleHistory struct {
 	// rules.Outcome.
 	Buckets [][ringOutcomes]uint64
 	// Total sums Buckets, by rules.Outcome.
+	Total [ringOutcomes]uint64
+	// Candidates are the rule's candidate limits, in the order last
+	// configured.
+	Candidates []CandidateHistory
+}
+
+// CandidateHistory is what one candidate limit of a rule would have
+// decided over the ring's window, for the requests the rule matched.
+type CandidateHistory struct {
+	// Limit is the candidate, "50/5m" (the candidate label of
+	// floodgate_rule_candidate_decisions_total).
+	Limit string
+	// Total counts its decisions by rules.Outcome: Allowed and
+	// WouldBlock, nothing else.
 	Total [ringOutcomes]uint64
 }
 
@@ -322,6 +439,15 @@ func (r *Ring) SnapshotAt(t time.Time) History {
 				rh.Buckets[j][o] = n
 				rh.Total[o] += n
 			}
+		}
+		for _, c := range row.cands {
+			ch := CandidateHistory{Limit: c.limit}
+			for j := range RingBuckets {
+				s := slot(cur - RingBuckets + 1 + int64(j))
+				ch.Total[rules.Allowed] += c.counts[s][0].Load()
+				ch.Total[rules.WouldBlock] += c.counts[s][1].Load()
+			}
+			rh.Candidates = append(rh.Candidates, ch)
 		}
 		h.Rules = append(h.Rules, rh)
 	}

@@ -162,6 +162,93 @@ func TestRingAcrossReloads(t *testing.T) {
 	}
 }
 
+// candidates returns each rule's candidates' totals from h, by "rule
+// limit".
+func candidates(h History) map[string][rules.NumOutcomes]uint64 {
+	out := map[string][rules.NumOutcomes]uint64{}
+	for _, r := range h.Rules {
+		for _, c := range r.Candidates {
+			out[r.Rule+" "+c.Limit] = c.Total
+		}
+	}
+	return out
+}
+
+// TestRingCandidates: a rule's candidate limits are counted next to it,
+// allowed and would_block, in the same buckets, and leave the window with
+// them.
+func TestRingCandidates(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	r := NewRing(RingOptions{Now: clk.Now})
+	rr := r.ForRulesWithCandidates([]string{"shadow-requests", "csv"}, [][]string{nil, {"50/5m", "200/5m"}})
+	rr.AddCandidate(1, 0, rules.Allowed)
+	rr.AddCandidate(1, 0, rules.WouldBlock)
+	rr.AddCandidate(1, 0, rules.Blocked) // any refusal is a would_block
+	rr.AddCandidate(1, 1, rules.Allowed)
+	rr.AddCandidate(1, 2, rules.WouldBlock)                                    // no such candidate: ignored
+	rr.AddCandidate(0, 0, rules.WouldBlock)                                    // the rule has none: ignored
+	rr.AddCandidate(5, 0, rules.WouldBlock)                                    // no such rule: ignored
+	(*RingRules)(nil).AddCandidate(1, 0, rules.Allowed)                        // the nil recorder records nothing
+	rr.AddCandidateAt(t0.Add(-RingWindow-time.Second), 1, 1, rules.WouldBlock) // older than the window: ignored
+	want := map[string][rules.NumOutcomes]uint64{
+		"csv 50/5m":  {rules.Allowed: 1, rules.WouldBlock: 2},
+		"csv 200/5m": {rules.Allowed: 1},
+	}
+	h := r.Snapshot()
+	if diff := cmp.Diff(candidates(h), want); diff != "" {
+		t.Errorf("candidates (-got +want):\n%s", diff)
+	}
+	if got := totals(h)["csv"]; got != ([rules.NumOutcomes]uint64{}) {
+		t.Errorf("the rule's own counts = %v, want none: a candidate's decisions are not the rule's", got)
+	}
+	var order []string
+	for _, c := range h.Rules[0].Candidates { // "csv" sorts first
+		order = append(order, c.Limit)
+	}
+	if diff := cmp.Diff(order, []string{"50/5m", "200/5m"}); diff != "" {
+		t.Errorf("candidates in the order configured (-got +want):\n%s", diff)
+	}
+
+	// Ten minutes later, one more would-block; an hour after the first
+	// counts, only it is left.
+	rr.AddCandidateAt(t0.Add(10*time.Minute), 1, 1, rules.WouldBlock)
+	h = r.SnapshotAt(t0.Add(RingWindow))
+	want = map[string][rules.NumOutcomes]uint64{"csv 50/5m": {}, "csv 200/5m": {rules.WouldBlock: 1}}
+	if diff := cmp.Diff(candidates(h), want); diff != "" {
+		t.Errorf("an hour later (-got +want):\n%s", diff)
+	}
+}
+
+// TestRingCandidatesAcrossReloads: a candidate keeps its history while
+// its rule keeps its name and that limit, in whatever position; one no
+// longer configured is dropped; a removed rule keeps its candidates.
+func TestRingCandidatesAcrossReloads(t *testing.T) {
+	clk := &fakeClock{t: t0}
+	r := NewRing(RingOptions{Now: clk.Now})
+	old := r.ForRulesWithCandidates([]string{"a", "b"}, [][]string{{"50/5m", "100/5m"}, {"10/1m"}})
+	old.AddCandidate(0, 0, rules.WouldBlock)
+	old.AddCandidate(0, 1, rules.WouldBlock)
+	old.AddCandidate(1, 0, rules.Allowed)
+	clk.Advance(time.Minute)
+	cur := r.ForRulesWithCandidates([]string{"a"}, [][]string{{"100/5m", "20/5m", "20/5m"}}) // b removed, 50/5m dropped, 20/5m twice
+	cur.AddCandidate(0, 0, rules.WouldBlock)
+	cur.AddCandidate(0, 1, rules.Allowed)
+	cur.AddCandidate(0, 2, rules.Allowed) // the same limit: the same counts
+	want := map[string][rules.NumOutcomes]uint64{
+		"a 100/5m": {rules.WouldBlock: 2},
+		"a 20/5m":  {rules.Allowed: 2},
+		"b 10/1m":  {rules.Allowed: 1},
+	}
+	if diff := cmp.Diff(candidates(r.Snapshot()), want); diff != "" {
+		t.Errorf("after a reload (-got +want):\n%s", diff)
+	}
+	r.ForRules([]string{"a"}) // a without candidates
+	want = map[string][rules.NumOutcomes]uint64{"b 10/1m": {rules.Allowed: 1}}
+	if diff := cmp.Diff(candidates(r.Snapshot()), want); diff != "" {
+		t.Errorf("after the candidates went (-got +want):\n%s", diff)
+	}
+}
+
 // TestRingBounded: at most MaxRules rows; rows of rules no longer
 // configured are reused, least recently configured first.
 func TestRingBounded(t *testing.T) {
@@ -202,7 +289,7 @@ func TestRingBounded(t *testing.T) {
 func TestRingConcurrent(t *testing.T) {
 	clk := &fakeClock{t: t0}
 	r := NewRing(RingOptions{Now: clk.Now})
-	rr := r.ForRules([]string{"a", "b"})
+	rr := r.ForRulesWithCandidates([]string{"a", "b"}, [][]string{{"50/5m"}, {"50/5m"}})
 	const workers, each = 8, 2000
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -211,6 +298,7 @@ func TestRingConcurrent(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				rr.Add(w%2, rules.Outcome(i%4))
+				rr.AddCandidate(w%2, 0, rules.Outcome(i%3))
 				if w == 0 && i%100 == 0 {
 					clk.Advance(3 * time.Second)
 				}
@@ -222,28 +310,34 @@ func TestRingConcurrent(t *testing.T) {
 		defer close(done)
 		for range 50 {
 			r.Snapshot()
-			r.ForRules([]string{"b", "a"})
+			r.ForRulesWithCandidates([]string{"b", "a"}, [][]string{{"50/5m"}, {"50/5m"}})
 		}
 	}()
 	wg.Wait()
 	<-done
-	var sum uint64
+	var sum, cands uint64
 	for _, rh := range r.Snapshot().Rules {
 		for _, n := range rh.Total {
 			sum += n
 		}
+		for _, c := range rh.Candidates {
+			cands += c.Total[rules.Allowed] + c.Total[rules.WouldBlock]
+		}
 	}
-	if sum != workers*each {
-		t.Errorf("counted %d decisions, want %d", sum, workers*each)
+	if sum != workers*each || cands != workers*each {
+		t.Errorf("counted %d decisions and %d candidate decisions, want %d of each", sum, cands, workers*each)
 	}
 }
 
 // TestRingAddDoesNotAllocate holds the hot-path budget.
 func TestRingAddDoesNotAllocate(t *testing.T) {
 	r := NewRing(RingOptions{})
-	rr := r.ForRules([]string{"a"})
+	rr := r.ForRulesWithCandidates([]string{"a"}, [][]string{{"50/5m"}})
 	if n := testing.AllocsPerRun(1000, func() { rr.Add(0, rules.Blocked) }); n != 0 {
 		t.Errorf("RingRules.Add allocs = %v, want 0", n)
+	}
+	if n := testing.AllocsPerRun(1000, func() { rr.AddCandidate(0, 0, rules.WouldBlock) }); n != 0 {
+		t.Errorf("RingRules.AddCandidate allocs = %v, want 0", n)
 	}
 }
 
@@ -281,13 +375,16 @@ func TestRingOfForgets(t *testing.T) {
 	t.Errorf("%d ring entries after the registries went, want at most %d", count(), before)
 }
 
-// TestDecisionsRecordIntoRing: every rule decision Observe counts also
-// lands in the Metrics' ring, across a reload (a second ForRules).
+// TestDecisionsRecordIntoRing: every rule decision Observe counts, and
+// every candidate's ObserveCandidate counts, also lands in the Metrics'
+// ring, across a reload (a second ForRules).
 func TestDecisionsRecordIntoRing(t *testing.T) {
 	m := NewMetrics("test")
 	set := &rules.Set{Rules: []*rules.Rule{
 		{Index: 0, Name: "shadow-requests", Action: rules.Count},
-		{Index: 1, Name: "rate-limit-ip", Action: rules.Block},
+		{Index: 1, Name: "rate-limit-ip", Action: rules.Block, Candidates: []ratelimit.Limit{
+			{Count: 50, Window: 5 * time.Minute}, {Count: 200, Window: 5 * time.Minute},
+		}},
 	}}
 	log := slog.New(slog.DiscardHandler)
 	d := NewDecisions(m.ForRules(set, ListenerGateway), log, LogNone, NewKeyHasher("k"), nil)
@@ -295,14 +392,25 @@ func TestDecisionsRecordIntoRing(t *testing.T) {
 	d.Observe(req, set.Rules[0], rules.WouldBlock, []byte("k"), ratelimit.Decision{}, nil)
 	d.Observe(req, set.Rules[1], rules.Blocked, []byte("k"), ratelimit.Decision{}, nil)
 	d.Observe(req, set.Rules[1], rules.Allowed, []byte("k"), ratelimit.Decision{Allowed: true}, nil)
+	d.ObserveCandidate(set.Rules[1], 0, rules.WouldBlock)
 	d2 := NewDecisions(m.ForRules(set, ListenerGateway), log, LogNone, NewKeyHasher("k"), nil) // a reload
 	d2.Observe(req, set.Rules[1], rules.Blocked, []byte("k"), ratelimit.Decision{}, nil)
+	d2.ObserveCandidate(set.Rules[1], 0, rules.Allowed)
+	d2.ObserveCandidate(set.Rules[1], 1, rules.WouldBlock)
 	want := map[string][rules.NumOutcomes]uint64{
 		"shadow-requests": {rules.WouldBlock: 1},
 		"rate-limit-ip":   {rules.Allowed: 1, rules.Blocked: 2},
 	}
-	if diff := cmp.Diff(totals(m.Ring().Snapshot()), want); diff != "" {
+	h := m.Ring().Snapshot()
+	if diff := cmp.Diff(totals(h), want); diff != "" {
 		t.Errorf("ring after Observe (-got +want):\n%s", diff)
+	}
+	want = map[string][rules.NumOutcomes]uint64{
+		"rate-limit-ip 50/5m":  {rules.Allowed: 1, rules.WouldBlock: 1},
+		"rate-limit-ip 200/5m": {rules.WouldBlock: 1},
+	}
+	if diff := cmp.Diff(candidates(h), want); diff != "" {
+		t.Errorf("ring after ObserveCandidate (-got +want):\n%s", diff)
 	}
 }
 
