@@ -1,8 +1,9 @@
 package admin_test
 
 // The dashboard in a real browser: `floodgate serve` runs in-process with
-// examples/mavedb.yaml in front of a test upstream, traffic makes its
-// rules block, deny and would-block, and headless Chromium loads
+// examples/mavedb.yaml in front of a test upstream, with candidate limits
+// added to its CSV rule as a tuning step would add them, traffic makes
+// its rules block, deny and would-block, and headless Chromium loads
 // /admin/ from the admin listener. The test asserts on the DOM Chromium
 // dumps and writes a screenshot; `go test ./internal/admin -run
 // TestDashboardInChromium -update` refreshes docs/img/dashboard.png with it.
@@ -52,10 +53,36 @@ func TestDashboardInChromium(t *testing.T) {
 	}))
 	defer up.Close()
 
-	// floodgate serve, in-process, with the example as it ships. No admin
-	// token: the dashboard then answers to loopback peers only, which
-	// Chromium is. The load balancer is on loopback: X-Forwarded-For
-	// names the clients.
+	// floodgate serve, in-process, with the example as it ships but for
+	// two candidate limits on the CSV rule, the step before choosing its
+	// threshold (docs/tuning.md). No admin token: the dashboard then
+	// answers to loopback peers only, which Chromium is. The load
+	// balancer is on loopback: X-Forwarded-For names the clients.
+	example, err := os.ReadFile(mavedbExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const csvLimits = "    limits: [100/5m]\n"
+	if bytes.Count(example, []byte(csvLimits)) != 1 {
+		t.Fatalf("%s: want the CSV rule's %q once", mavedbExample, csvLimits)
+	}
+	// The copy is examples/mavedb.yaml in a directory of its own, which
+	// becomes the working directory: the page names the file as the
+	// documentation's screenshot should.
+	screenshotDoc, err := filepath.Abs(docScreenshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	const withCandidates = "examples/mavedb.yaml"
+	if err := os.MkdirAll(filepath.Join(root, "examples"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	example = bytes.Replace(example, []byte(csvLimits), []byte(csvLimits+"    candidates: [50/5m, 200/5m]\n"), 1)
+	if err := os.WriteFile(filepath.Join(root, withCandidates), example, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(root)
 	pub, adm := testnet.FreeAddr(t), testnet.FreeAddr(t)
 	t.Setenv("FLOODGATE_LISTEN", pub)
 	t.Setenv("FLOODGATE_ADMIN_LISTEN", adm)
@@ -65,7 +92,7 @@ func TestDashboardInChromium(t *testing.T) {
 	var stderr testnet.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"serve", "--config", mavedbExample, "--no-watch"}, io.Discard, &stderr)
+		done <- cli.Run(ctx, []string{"serve", "--config", withCandidates, "--no-watch"}, io.Discard, &stderr)
 	}()
 	defer func() {
 		cancel()
@@ -127,7 +154,7 @@ func TestDashboardInChromium(t *testing.T) {
 	dom := run("--dump-dom", url)
 
 	// Every rule of the example is on the page, with what it did.
-	f, err := config.Load(mavedbExample, "", func(string) (string, bool) { return "", false })
+	f, err := config.Load(withCandidates, "", func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +175,27 @@ func TestDashboardInChromium(t *testing.T) {
 		for _, window := range []string{"hour", "total"} {
 			if n := got[c.rule][window+" "+c.decision]; n < c.min || n > c.max || n == 0 {
 				t.Errorf("%s %s %s = %d on the page, want %d to %d (and not 0)", c.rule, window, c.decision, n, c.min, c.max)
+			}
+		}
+	}
+	// Under the CSV rule, its candidates: every CSV download was matched
+	// (the crawler's were denied first) and counted by each. 50/5m would
+	// have blocked about 60 of the 110, 200/5m none.
+	cands := domCandidates(t, dom)
+	for _, c := range []struct {
+		candidate string
+		min, max  int
+	}{
+		{"50/5m", 50, 60},
+		{"200/5m", 0, 0},
+	} {
+		for _, window := range []string{"hour", "total"} {
+			got := cands["rate-limit-csv-endpoints "+c.candidate][window]
+			if got.Allowed+got.WouldBlock != 110 || got.WouldBlock < c.min || got.WouldBlock > c.max {
+				t.Errorf("candidate %s %s = %+v on the page, want 110 decisions, %d to %d would-block", c.candidate, window, got, c.min, c.max)
+			}
+			if want := fmt.Sprintf("%.1f%%", float64(got.WouldBlock)*100/110); got.WouldBlock > 0 && got.Share != want {
+				t.Errorf("candidate %s %s share = %q, want %q of the rule's 110 matched requests", c.candidate, window, got.Share, want)
 			}
 		}
 	}
@@ -186,13 +234,10 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("screenshot is %dx%d, want 1280x1600", b.Dx(), b.Dy())
 	}
 	if *update {
-		if err := os.MkdirAll(filepath.Dir(docScreenshot), 0o755); err != nil {
+		if err := os.WriteFile(screenshotDoc, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(docScreenshot, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", docScreenshot)
+		t.Logf("wrote %s", screenshotDoc)
 	} else {
 		t.Logf("screenshot: %s (-update copies it to docs/img/dashboard.png)", shot)
 	}
@@ -218,6 +263,40 @@ func domCells(t *testing.T, dom string) map[string]map[string]int {
 			out[m[1]] = map[string]int{}
 		}
 		out[m[1]][m[2]+" "+m[3]] = n
+	}
+	return out
+}
+
+// domCandidateRE finds the counts of the rules table's candidate rows,
+// and the share that follows a would-block.
+var domCandidateRE = regexp.MustCompile(`data-rule="([^"]+)" data-candidate="([^"]+)" data-window="(hour|total)" data-decision="(allowed|would_block)">([0-9,]+)(?:<span class="share">([^<]*) of matched</span>)?<`)
+
+// candidateWindow is a candidate's row in one window of the rules table.
+type candidateWindow struct {
+	Allowed, WouldBlock int
+	Share               string // "45.5%", after a would-block of the rule's matched requests
+}
+
+// domCandidates returns "rule candidate" → window → its counts.
+func domCandidates(t *testing.T, dom string) map[string]map[string]candidateWindow {
+	t.Helper()
+	out := map[string]map[string]candidateWindow{}
+	for _, m := range domCandidateRE.FindAllStringSubmatch(dom, -1) {
+		n, err := strconv.Atoi(strings.ReplaceAll(m[5], ",", ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := m[1] + " " + m[2]
+		if out[k] == nil {
+			out[k] = map[string]candidateWindow{}
+		}
+		w := out[k][m[3]]
+		if m[4] == "allowed" {
+			w.Allowed = n
+		} else {
+			w.WouldBlock, w.Share = n, m[6]
+		}
+		out[k][m[3]] = w
 	}
 	return out
 }

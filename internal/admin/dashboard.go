@@ -10,6 +10,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/rules"
 	"github.com/floodgate/floodgate/internal/telemetry"
+	"github.com/floodgate/floodgate/ratelimit"
 )
 
 // The dashboard's template and style sheet, compiled into the binary: the
@@ -86,6 +88,10 @@ func newDashboard(o Options) *dashboard {
 		"secs":  formatSeconds,
 		"cell": func(rule, window, decision string, n uint64) tableCell {
 			return tableCell{Rule: rule, Window: window, Decision: decision, N: n}
+		},
+		"candidateWindow": func(rule, limit, window string, n [rules.NumOutcomes]uint64, hasShare bool, share float64) candidateWindow {
+			return candidateWindow{Rule: rule, Limit: limit, Window: window,
+				Allowed: n[rules.Allowed], WouldBlock: n[rules.WouldBlock], HasShare: hasShare, Share: share}
 		},
 		"css": func() template.CSS { return template.CSS(css) },
 		"js":  func() template.JS { return template.JS(js) },
@@ -188,7 +194,30 @@ type ruleRow struct {
 	Removed              bool                      // no longer configured (still in the ring)
 	Hour, Total          [rules.NumOutcomes]uint64 // by rules.Outcome
 	HasTotal             bool
+	Candidates           []candidateRow // the rule's candidate limits, in the order configured
 	Chart                chart
+}
+
+// candidateRow is what one candidate limit of a rule would have decided
+// for the requests the rule matched: over the last hour (the ring) and
+// since start (floodgate_rule_candidate_decisions_total).
+type candidateRow struct {
+	Limit       string                    // "50/5m", the metric's candidate label
+	Hour, Total [rules.NumOutcomes]uint64 // Allowed and WouldBlock only
+	// HourShare and TotalShare are the would-blocks' share of the rule's
+	// matched requests (every decision of the rule) in the same window;
+	// HasHourShare and HasTotalShare say the rule matched any.
+	HourShare, TotalShare       float64
+	HasHourShare, HasTotalShare bool
+}
+
+// matched is every decision of a rule in one window.
+func matched(counts [rules.NumOutcomes]uint64) uint64 {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // Limited is what the rule refused or would have: blocked, would_block,
@@ -209,6 +238,16 @@ func (ruleRow) Unavailable() int { return int(rules.Unavailable) }
 type tableCell struct {
 	Rule, Window, Decision string
 	N                      uint64
+}
+
+// candidateWindow is one window of a candidate's row in the rules table,
+// each count marked with its rule, candidate, window and decision, as
+// tableCell marks a rule's.
+type candidateWindow struct {
+	Rule, Limit, Window string
+	Allowed, WouldBlock uint64
+	HasShare            bool
+	Share               float64 // WouldBlock's share of the rule's matched requests
 }
 
 type answerRow struct {
@@ -362,6 +401,27 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 		}
 	}
 	totals := map[string]*[rules.NumOutcomes]uint64{}
+	candTotals := map[[2]string]*[rules.NumOutcomes]uint64{} // by rule and candidate
+	if mf := byName["floodgate_rule_candidate_decisions_total"]; mf != nil {
+		for _, m := range mf.Metric {
+			l := labelsOf(m)
+			o := rules.Allowed
+			switch l["decision"] {
+			case "allowed":
+			case "would_block":
+				o = rules.WouldBlock
+			default:
+				continue
+			}
+			k := [2]string{l["rule"], l["candidate"]}
+			t := candTotals[k]
+			if t == nil {
+				t = new([rules.NumOutcomes]uint64)
+				candTotals[k] = t
+			}
+			t[o] += uint64(value(m)) // summed over listeners
+		}
+	}
 	if mf := byName["floodgate_rule_decisions_total"]; mf != nil {
 		outcome := map[string]rules.Outcome{}
 		for i, n := range rules.OutcomeNames() {
@@ -382,20 +442,47 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 		}
 	}
 	configured := map[string]bool{}
-	row := func(name string) ruleRow {
+	// row is a rule's row, with a row for each of its candidates: those
+	// configured, or, for a rule a reload removed, those in the ring.
+	row := func(name string, candidates []string) ruleRow {
 		rr := ruleRow{Name: name}
-		if rh, ok := hist[name]; ok {
+		rh, inRing := hist[name]
+		if inRing {
 			rr.Hour = rh.Total
 			rr.Chart = ruleChart(name, rh, h.Bucket)
 		}
 		if t := totals[name]; t != nil {
 			rr.Total, rr.HasTotal = *t, true
 		}
+		if candidates == nil {
+			for _, ch := range rh.Candidates {
+				candidates = append(candidates, ch.Limit)
+			}
+		}
+		for _, limit := range candidates {
+			cr := candidateRow{Limit: limit}
+			for _, ch := range rh.Candidates {
+				if ch.Limit == limit {
+					cr.Hour = ch.Total
+					break
+				}
+			}
+			if t := candTotals[[2]string{name, limit}]; t != nil {
+				cr.Total = *t
+			}
+			if n := matched(rr.Hour); n > 0 {
+				cr.HourShare, cr.HasHourShare = float64(cr.Hour[rules.WouldBlock])/float64(n), true
+			}
+			if n := matched(rr.Total); n > 0 {
+				cr.TotalShare, cr.HasTotalShare = float64(cr.Total[rules.WouldBlock])/float64(n), true
+			}
+			rr.Candidates = append(rr.Candidates, cr)
+		}
 		return rr
 	}
 	for _, rc := range f.Config.Rules {
 		configured[rc.Name] = true
-		rr := row(rc.Name)
+		rr := row(rc.Name, candidateLabels(rc))
 		rr.Action = rc.Action
 		if rr.Action == "" {
 			rr.Action = config.ActionBlock
@@ -418,7 +505,7 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 		if rh.Total == ([rules.NumOutcomes]uint64{}) {
 			continue
 		}
-		rr := row(rh.Rule)
+		rr := row(rh.Rule, nil)
 		rr.Removed = true
 		p.Rules = append(p.Rules, rr)
 	}
@@ -432,6 +519,21 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 		}
 		p.Top = append(p.Top, rr)
 	}
+}
+
+// candidateLabels returns a rule's candidate limits as
+// floodgate_rule_candidate_decisions_total and the ring name them
+// ("50/5m"), in the order configured; not nil, so that a configured
+// rule never shows the candidates a reload took away.
+func candidateLabels(rc config.Rule) []string {
+	alg, _ := ratelimit.ParseAlgorithm(rc.Algorithm)
+	out := make([]string, 0, len(rc.Candidates))
+	for _, s := range rc.Candidates {
+		if l, err := config.ParseLimit(s, alg); err == nil && !slices.Contains(out, l.String()) {
+			out = append(out, l.String())
+		}
+	}
+	return out
 }
 
 // answersAndStore reads the counters behind the answers and store

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/floodgate/floodgate/internal/config"
 	"github.com/floodgate/floodgate/internal/gateway"
 	"github.com/floodgate/floodgate/internal/telemetry"
@@ -34,9 +36,9 @@ routes:
   - {name: csv, path: "/csv/{id}", upstream: api, max_inflight: 8}
   - {name: api, path: /, upstream: api}
 rules:
-  - {name: shadow-requests, action: count, limits: [5/1m]}
+  - {name: shadow-requests, action: count, limits: [5/1m], candidates: [4/1m]}
   - {name: bots, when: "request.user_agent.contains('GPTBot')", action: deny}
-  - {name: per-ip, limits: [3/1m], retry_after: 300s}
+  - {name: per-ip, limits: [3/1m], candidates: [2/1m, 6/1m], retry_after: 300s}
   - {name: cap-builds, when: "route.name == 'csv'", key: [], max_inflight: 2}
 `
 
@@ -63,8 +65,11 @@ func newDashEnv(t *testing.T, adminLine string, ready func(context.Context) erro
 	}
 	f.Config.ApplyDefaults()
 	m := telemetry.NewMetrics("test")
+	// The store's clock stands still: every request of a test falls in
+	// the same window of every limit, so the counts are exact.
+	t0 := time.Date(2026, 12, 1, 10, 0, 30, 0, time.UTC)
 	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{
-		Store: gateway.NewMemoryStore(f.Config.Store.MaxKeys, nil, m), Metrics: m, Logger: slog.New(slog.DiscardHandler),
+		Store: gateway.NewMemoryStore(f.Config.Store.MaxKeys, func() time.Time { return t0 }, m), Metrics: m, Logger: slog.New(slog.DiscardHandler),
 	})
 	if len(problems) > 0 {
 		t.Fatal(problems)
@@ -244,6 +249,113 @@ func TestDashboardShowsDecisions(t *testing.T) {
 		if strings.Contains(page, ip) {
 			t.Errorf("page shows client address %s", ip)
 		}
+	}
+}
+
+// candCellRE finds the counts of the rules table's candidate rows, and
+// the share of the rule's matched requests that follows a would-block.
+var candCellRE = regexp.MustCompile(`data-rule="([^"]+)" data-candidate="([^"]+)" data-window="(hour|total)" data-decision="([a-z_]+)">([0-9,]+)(?:<span class="share">([0-9.<]+%) of matched</span>)?<`)
+
+// candidateCells returns the candidate rows of a page: "rule candidate"
+// → "window decision" → the count, and "window share" → the share.
+func candidateCells(t *testing.T, page string) map[string]map[string]string {
+	t.Helper()
+	out := map[string]map[string]string{}
+	for _, m := range candCellRE.FindAllStringSubmatch(page, -1) {
+		k := m[1] + " " + m[2]
+		if out[k] == nil {
+			out[k] = map[string]string{}
+		}
+		out[k][m[3]+" "+m[4]] = m[5]
+		if m[6] != "" {
+			out[k][m[3]+" share"] = m[6]
+		}
+	}
+	return out
+}
+
+// TestDashboardShowsCandidates: each candidate limit of a rule has a row
+// under the rule's, with what it would have decided for the requests the
+// rule matched, over the last hour and since start, and the share of
+// those requests it would have blocked.
+func TestDashboardShowsCandidates(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	e.send(t, 8, "198.51.100.1", "/x", "")               // per-ip: 3 allowed, 5 blocked; 2/1m: 2 allowed, 6 would-block; 6/1m: 6 and 2
+	e.send(t, 1, "198.51.100.3", "/csv/1", "curl/8.5.0") // per-ip and both candidates: allowed
+	e.send(t, 2, "198.51.100.2", "/x", "GPTBot/1.2")     // denied by bots, before per-ip: not matched
+	page := get(e.h, "/admin/", "", "127.0.0.1:5000").Body.String()
+	if got := cells(t, page)["per-ip"]["hour"]; got["allowed"] != 4 || got["blocked"] != 5 {
+		t.Fatalf("per-ip last hour = %v, want 4 allowed and 5 blocked", got)
+	}
+	want := map[string]map[string]string{ // shadow-requests matched 11 requests, per-ip 9
+		"shadow-requests 4/1m": { // 4 of 198.51.100.1's 8
+			"hour allowed": "7", "hour would_block": "4", "hour share": "36.4%",
+			"total allowed": "7", "total would_block": "4", "total share": "36.4%",
+		},
+		"per-ip 2/1m": {
+			"hour allowed": "3", "hour would_block": "6", "hour share": "66.7%",
+			"total allowed": "3", "total would_block": "6", "total share": "66.7%",
+		},
+		"per-ip 6/1m": {
+			"hour allowed": "7", "hour would_block": "2", "hour share": "22.2%",
+			"total allowed": "7", "total would_block": "2", "total share": "22.2%",
+		},
+	}
+	if diff := cmp.Diff(candidateCells(t, page), want); diff != "" {
+		t.Errorf("candidate rows (-got +want):\n%s", diff)
+	}
+	// Each under its rule, in the order configured.
+	rows := regexp.MustCompile(`<tr (?:class="candidate" )?data-rule="([^"]+)"(?: data-candidate="([^"]+)")?`).FindAllStringSubmatch(page, -1)
+	var order []string
+	for _, m := range rows {
+		order = append(order, strings.TrimSpace(m[1]+" "+m[2]))
+	}
+	if diff := cmp.Diff(order, []string{"shadow-requests", "shadow-requests 4/1m", "bots", "per-ip", "per-ip 2/1m", "per-ip 6/1m", "cap-builds"}); diff != "" {
+		t.Errorf("rules table rows (-got +want):\n%s", diff)
+	}
+	if strings.Contains(page, "198.51.100.") {
+		t.Error("page shows a client address")
+	}
+}
+
+// TestDashboardCandidatesAcrossReload: a candidate the reload keeps keeps
+// its counts, a new one starts at 0, one the reload took away is no
+// longer shown, and a rule the reload removed keeps its candidates' last
+// hour next to its own.
+func TestDashboardCandidatesAcrossReload(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	e.send(t, 8, "198.51.100.1", "/x", "")
+	yaml := strings.Replace(strings.Replace(strings.Replace(dashYAML, "%s", "", 1), "%s", e.up.URL, 1),
+		"  - {name: shadow-requests, action: count, limits: [5/1m], candidates: [4/1m]}\n", "", 1)
+	yaml = strings.Replace(yaml, "candidates: [2/1m, 6/1m]", "candidates: [6/1m, 10/1m]", 1)
+	f, err := config.Parse("dash.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	if _, problems := e.srv.Reload(f, []byte(yaml)); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	e.send(t, 1, "198.51.100.4", "/x", "")
+	page := get(e.h, "/admin/", "", "127.0.0.1:5000").Body.String()
+	want := map[string]map[string]string{ // per-ip matched 9 requests
+		"per-ip 6/1m": {
+			"hour allowed": "7", "hour would_block": "2", "hour share": "22.2%",
+			"total allowed": "7", "total would_block": "2", "total share": "22.2%",
+		},
+		"per-ip 10/1m": {
+			"hour allowed": "1", "hour would_block": "0", "hour share": "0%",
+			"total allowed": "1", "total would_block": "0", "total share": "0%",
+		},
+		"shadow-requests 4/1m": { // removed: its series went with it
+			"hour allowed": "4", "hour would_block": "4", "hour share": "50.0%",
+		},
+	}
+	if diff := cmp.Diff(candidateCells(t, page), want); diff != "" {
+		t.Errorf("candidate rows after a reload (-got +want):\n%s", diff)
+	}
+	if !regexp.MustCompile(`<tr class="candidate" data-rule="shadow-requests" data-candidate="4/1m">(?s:.*?)no series \(removed\)`).MatchString(page) {
+		t.Error("the removed rule's candidate does not say its series went")
 	}
 }
 
