@@ -651,6 +651,7 @@ func (v *validator) rules() {
 			windows[w] = j
 		}
 
+		candidates := map[ratelimit.Limit]int{}
 		for j, s := range r.Candidates {
 			cp := indexPath(at("candidates"), j)
 			l, err := ParseLimit(s, alg)
@@ -660,7 +661,14 @@ func (v *validator) rules() {
 			}
 			if slices.ContainsFunc(r.Limits, func(live string) bool { ll, err := ParseLimit(live, alg); return err == nil && ll == l }) {
 				v.add(cp, fmt.Sprintf("%s is already a live limit of the rule", s))
+				continue
 			}
+			// Both would count into one series: each request twice.
+			if prev, dup := candidates[l]; dup {
+				v.add(cp, fmt.Sprintf("%s is already candidates[%d]", s, prev))
+				continue
+			}
+			candidates[l] = j
 		}
 		if r.RetryAfter != "" {
 			if _, err := ParseRetryAfter(r.RetryAfter); err != nil {
