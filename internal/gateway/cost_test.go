@@ -601,3 +601,48 @@ rules:
 		t.Fatalf("after Retry-After: %d, want 200", resp.StatusCode)
 	}
 }
+
+// TestReloadDropsRemovedCandidateSeries: a reload that removes a
+// candidate limit from a rule it keeps removes that candidate's series
+// from /metrics; the others keep counting.
+func TestReloadDropsRemovedCandidateSeries(t *testing.T) {
+	conf := func(candidates string) string {
+		return `
+upstreams: {api: {url: "UPSTREAM"}}
+rules:
+  - {name: per-ip, limits: [100/1m], candidates: [` + candidates + `]}
+`
+	}
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	c := newCostHarness(t, conf("2/1m, 6/1m"), up)
+	for range 3 {
+		c.do("GET", "/q", "203.0.113.1")
+	}
+	exposition := func() string {
+		rec := httptest.NewRecorder()
+		c.admin.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	if text := exposition(); !strings.Contains(text, `candidate="2/1m"`) || !strings.Contains(text, `candidate="6/1m"`) {
+		t.Fatalf("before the reload, /metrics lacks a candidate's series")
+	}
+	up2 := httptest.NewServer(up)
+	t.Cleanup(up2.Close)
+	yaml := strings.ReplaceAll(conf("6/1m"), "UPSTREAM", up2.URL)
+	f, err := config.Parse("cost.yaml", []byte("client_ip: {trusted_proxies: [127.0.0.0/8]}\n"+yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	if _, problems := c.srv.Reload(f, []byte(yaml)); len(problems) > 0 {
+		t.Fatalf("Reload: %v", problems)
+	}
+	c.do("GET", "/q", "203.0.113.1")
+	text := exposition()
+	if strings.Contains(text, `candidate="2/1m"`) {
+		t.Errorf("after a reload that removed candidate 2/1m, /metrics still has its series")
+	}
+	if got := c.metric(`floodgate_rule_candidate_decisions_total{candidate="6/1m",decision="allowed",listener="gateway",rule="per-ip"}`); got != 4 {
+		t.Errorf("candidate 6/1m allowed = %v after the reload, want 4 (kept counting)", got)
+	}
+}

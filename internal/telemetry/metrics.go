@@ -46,7 +46,7 @@ type Metrics struct {
 	ring           *Ring // the last hour of rule decisions, for the dashboard (ring.go)
 
 	mu    sync.Mutex
-	rules map[string]bool // rule names with series, to drop removed rules' series
+	rules map[string]map[string]bool // rule names with series, and their candidates: to drop what a reload removed
 
 	sessionsOnce sync.Once
 	sessions     *SessionMetrics
@@ -269,17 +269,28 @@ func (m *Metrics) ForRules(set *rules.Set, listener string) *RuleMetrics {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	current := map[string]bool{}
+	current := map[string]map[string]bool{}
 	for _, r := range set.Rules {
-		current[r.Name] = true
+		cands := map[string]bool{}
+		for _, c := range r.Candidates {
+			cands[c.String()] = true
+		}
+		current[r.Name] = cands
 	}
-	for name := range m.rules {
-		if !current[name] { // a rule removed by a reload: drop its series
+	for name, cands := range m.rules {
+		now, kept := current[name]
+		if !kept { // a rule removed by a reload: drop its series
 			m.ruleDecisions.DeletePartialMatch(prometheus.Labels{"rule": name})
 			m.ruleErrors.DeletePartialMatch(prometheus.Labels{"rule": name})
 			m.candidates.DeletePartialMatch(prometheus.Labels{"rule": name})
 			m.charged.DeletePartialMatch(prometheus.Labels{"rule": name})
 			m.degraded.DeletePartialMatch(prometheus.Labels{"rule": name})
+			continue
+		}
+		for c := range cands {
+			if !now[c] { // a candidate the reload removed from a kept rule
+				m.candidates.DeletePartialMatch(prometheus.Labels{"rule": name, "candidate": c})
+			}
 		}
 	}
 	m.rules = current
