@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -313,6 +314,14 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(out)
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		// The upstream refused floodgate's own credential (revoked,
+		// rotated): not the client's doing, and nothing the client can
+		// fix. The gateway answers 503, counts and logs it.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: %w", upstreamauth.ErrNoToken, upstreamauth.ErrRejected)
 	}
 	upstreamauth.SanitizeResponse(resp.Header)
 	return resp, nil

@@ -1,0 +1,57 @@
+package gateway_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// TestHeaderCredential: an upstream with a fixed credential (auth.type:
+// header) gets it on every request instead of the client's credentials,
+// and the client never sees the upstream's cookies or challenges. When
+// the upstream refuses floodgate's credential (401), the client, who did
+// nothing wrong, gets 503 with Retry-After, not the upstream's 401.
+func TestHeaderCredential(t *testing.T) {
+	var valid atomic.Bool
+	valid.Store(true)
+	var sawClientAuth atomic.Bool
+	c := newCostHarness(t, `
+upstreams:
+  api:
+    url: "UPSTREAM"
+    auth: {type: header, header_name: X-Api-Key, header_value: "floodgate-key-1"}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" || r.Header.Get("Cookie") != "" {
+			sawClientAuth.Store(true)
+		}
+		if !valid.Load() || r.Header.Get("X-Api-Key") != "floodgate-key-1" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			io.WriteString(w, `{"detail":"invalid key"}`)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: "upstream", Value: "x"})
+		io.WriteString(w, "ok")
+	}))
+	resp, body := c.do("GET", "/q", "203.0.113.1", "Authorization", "Bearer client-token", "Cookie", "session=client")
+	if resp.StatusCode != 200 || body != "ok" {
+		t.Fatalf("with a valid credential: %d %q, want 200 ok", resp.StatusCode, body)
+	}
+	if sawClientAuth.Load() {
+		t.Errorf("the upstream saw the client's Authorization or Cookie")
+	}
+	if resp.Header.Get("Set-Cookie") != "" {
+		t.Errorf("the client got the upstream's Set-Cookie")
+	}
+
+	valid.Store(false) // the API revoked floodgate's key
+	resp, body = c.do("GET", "/q", "203.0.113.1")
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("with the credential refused: %d, Retry-After %q, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	if strings.Contains(body, "invalid key") || resp.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("the upstream's refusal of floodgate's credential reached the client: %q", body)
+	}
+}
