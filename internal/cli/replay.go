@@ -138,6 +138,9 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 		if r.NotReplayed != "" {
 			fmt.Fprintf(env.stderr, "floodgate replay: %s: not replayed: %s\n", r.Name, r.NotReplayed)
 		}
+		if r.Caveat != "" {
+			fmt.Fprintf(env.stderr, "floodgate replay: %s: %s\n", r.Name, r.Caveat)
+		}
 	}
 	if html != nil {
 		if err := html.write(env, func(w io.Writer) error { return report.ReplayHTML(w, res) }); err != nil {

@@ -247,6 +247,7 @@ rules:
   - {name: per-session, key: [session], limits: [2/1h]}
   - {name: per-client, key: [api_client], limits_from: plan}
   - {name: per-ip, limits: [100/1h]}
+  - {name: anonymous, when: "!session.valid", limits: [50/1h]}
 log: {access: stderr}
 `
 }
@@ -333,8 +334,9 @@ func TestReplayOfServeSessions(t *testing.T) {
 	// As the gateway: per-session counted the three calls with the
 	// session (the page load had none yet) and refused the third; the
 	// plan's rule the client's three, refusing the third; per-ip saw the
-	// five requests neither refused.
-	want := []rule{{"per-session", 3, 1}, {"per-client.standard", 3, 1}, {"per-ip", 5, 0}}
+	// five requests neither refused; anonymous the three of those
+	// without a session (the page load, the client's two admitted calls).
+	want := []rule{{"per-session", 3, 1}, {"per-client.standard", 3, 1}, {"per-ip", 5, 0}, {"anonymous", 3, 0}}
 	if res.Requests != 7 || !cmp.Equal(got, want, cmp.AllowUnexported(rule{})) {
 		t.Errorf("replay: %d requests, rules %+v; want 7, %+v", res.Requests, got, want)
 	}
@@ -366,17 +368,28 @@ func TestReplayUnreplayableRules(t *testing.T) {
 		!strings.Contains(out, "floodgate's access log") {
 		t.Errorf("stdout does not say why, nor what would do:\n%s", out)
 	}
+	// A rule replayed on an assumption (its condition reads the session,
+	// which the log does not record) says so.
+	for name, text := range map[string]string{"stdout": out, "stderr": stderr} {
+		if !strings.Contains(text, "anonymous: its condition reads session.*") {
+			t.Errorf("%s does not say anonymous was replayed as if no request had a session:\n%s", name, text)
+		}
+	}
 	v := decode(t, vars, "replay", "--config", cfg, "--json", excerptLog)
 	for _, r := range v["rules"].([]any) {
 		r := r.(map[string]any)
 		_, not := r["not_replayed"]
-		if want := r["name"] != "per-ip"; not != want {
+		if _, caveat := r["caveat"]; caveat != (r["name"] == "anonymous") {
+			t.Errorf("%s: caveat %v", r["name"], r["caveat"])
+		}
+		if want := r["name"] != "per-ip" && r["name"] != "anonymous"; not != want {
 			t.Errorf("%s: not_replayed %v, want it %v", r["name"], r["not_replayed"], want)
 		}
 	}
 
 	// Only rules that cannot be replayed: nothing was, and replay fails.
 	only := strings.Replace(sessionsYAML("http://127.0.0.1:9"), "  - {name: per-ip, limits: [100/1h]}\n", "", 1)
+	only = strings.Replace(only, "  - {name: anonymous, when: \"!session.valid\", limits: [50/1h]}\n", "", 1)
 	if err := os.WriteFile(cfg, []byte(only), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -104,6 +104,14 @@ func (r *Rule) NeedsSession() bool { return r.needsSession }
 // known API client: its key has api_client, or it holds a plan's limits.
 func (r *Rule) NeedsAPIClient() bool { return r.needsClient || r.Plan != "" }
 
+// ReadsSession reports that the rule's condition reads the request's
+// session (session.present, session.valid).
+func (r *Rule) ReadsSession() bool { return r.when != nil && r.when.readsPrefix("session.") }
+
+// ReadsAPIClient reports that the rule's condition reads the request's
+// API client (api_client.id, api_client.plan).
+func (r *Rule) ReadsAPIClient() bool { return r.when != nil && r.when.readsPrefix("api_client.") }
+
 // Set is a compiled, ordered rule list. It is immutable and safe for
 // concurrent use.
 type Set struct {

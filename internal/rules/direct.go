@@ -22,6 +22,19 @@ import (
 type condition struct {
 	prg    cel.Program
 	direct func(*Request) bool // nil: evaluate prg
+	// reads are the request model's variables the condition reads.
+	reads map[string]bool
+}
+
+// readsPrefix reports whether the condition reads a variable whose name
+// starts with prefix.
+func (c *condition) readsPrefix(prefix string) bool {
+	for v := range c.reads {
+		if strings.HasPrefix(v, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // eval reports whether the condition holds for req. An error comes only
@@ -45,7 +58,7 @@ func newCondition(env *cel.Env, src string, ms *matchSlots) (*condition, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &condition{prg: prg, direct: directCondition(ast, ms)}, nil
+	return &condition{prg: prg, direct: directCondition(ast, ms), reads: variablesRead(ast)}, nil
 }
 
 // matchSlots numbers the distinct matches() of a rule set's direct

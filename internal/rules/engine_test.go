@@ -498,3 +498,25 @@ func TestJoinedSetsShareConditionsApart(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleReadsIdentity: a rule says whether its condition reads the
+// request's session or API client, which a replay needs to know when its
+// logs record neither.
+func TestRuleReadsIdentity(t *testing.T) {
+	set := compile(t, `
+  - {name: no-session, when: "!session.valid && request.path.startsWith('/api/')", limits: [10/1m]}
+  - {name: present, when: "session.present", limits: [10/1m]}
+  - {name: free-plan, when: "api_client.plan == 'free'", limits: [10/1m]}
+  - {name: path-only, when: "request.path == '/session.valid'", limits: [10/1m]}
+  - {name: always, limits: [10/1m]}
+`)
+	want := map[string][2]bool{
+		"no-session": {true, false}, "present": {true, false}, "free-plan": {false, true},
+		"path-only": {false, false}, "always": {false, false},
+	}
+	for _, r := range set.Rules {
+		if got := [2]bool{r.ReadsSession(), r.ReadsAPIClient()}; got != want[r.Name] {
+			t.Errorf("rule %s: ReadsSession, ReadsAPIClient = %v, want %v", r.Name, got, want[r.Name])
+		}
+	}
+}

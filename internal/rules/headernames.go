@@ -75,3 +75,15 @@ func checkHeaderNames(a *cel.Ast) error {
 	}))
 	return found
 }
+
+// variablesRead returns the names of the request model's variables that
+// a checked expression reads ("session.valid", "request.path").
+func variablesRead(a *cel.Ast) map[string]bool {
+	reads := map[string]bool{}
+	for _, ref := range a.NativeRep().ReferenceMap() {
+		if ref.Value == nil && ref.Name != "" {
+			reads[ref.Name] = true
+		}
+	}
+	return reads
+}

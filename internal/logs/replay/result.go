@@ -104,6 +104,11 @@ type Rule struct {
 	// records one. Its counts are then 0 for want of data, not because it
 	// would have refused nothing.
 	NotReplayed string `json:"not_replayed,omitempty"`
+	// Caveat, when set, says what the replay assumed for want of data:
+	// the rule's condition reads the session or the API client, and no
+	// request of the logs records one, so it was replayed as if no
+	// request had one. Its counts may then be far from the gateway's.
+	Caveat string `json:"caveat,omitempty"`
 	// Candidates are the rule's candidate limits (shadow thresholds
 	// counted on the same key next to the live one), with what each
 	// would have blocked.
@@ -146,6 +151,14 @@ const (
 		"records one, for each request that had one; replay such a log of traffic with API clients to replay this rule"
 )
 
+// What a replay assumed of a rule (Rule.Caveat).
+const (
+	ReadsNoSession = "its condition reads session.*, and the logs record no session: it was replayed as if no request had one " +
+		"(session.present and session.valid false); only floodgate's access log records sessions"
+	ReadsNoAPIClient = "its condition reads api_client.*, and the logs record no API client: it was replayed as if no request had one " +
+		"(api_client.id and api_client.plan empty); only floodgate's access log records API clients"
+)
+
 // Replayed reports whether any rule of r could be replayed.
 func (r *Result) Replayed() bool {
 	for _, rule := range r.Rules {
@@ -182,6 +195,10 @@ func (r *Replay) Result() *Result {
 			out.NotReplayed = NoSessions
 		case rule.NeedsAPIClient() && r.apiCalls == 0:
 			out.NotReplayed = NoAPIClients
+		case rule.ReadsSession() && r.sessions == 0:
+			out.Caveat = ReadsNoSession
+		case rule.ReadsAPIClient() && r.apiCalls == 0:
+			out.Caveat = ReadsNoAPIClient
 		}
 		if rule.Cost != "" && rule.Cost != config.CostRequests {
 			out.Cost, out.Charged = rule.Cost, st.charged

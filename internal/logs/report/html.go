@@ -245,6 +245,9 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 		if rule.NotReplayed != "" {
 			p.Summary = append(p.Summary, fmt.Sprintf("%s: not replayed: %s.", rule.Name, rule.NotReplayed))
 		}
+		if rule.Caveat != "" {
+			p.Summary = append(p.Summary, fmt.Sprintf("%s: %s.", rule.Name, rule.Caveat))
+		}
 	}
 	for _, f := range r.Files {
 		p.Files = append(p.Files, fileLine(f))

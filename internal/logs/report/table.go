@@ -212,6 +212,9 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 			printf(w, "  %s: not replayed: %s\n", rule.Name, rule.NotReplayed)
 			continue
 		}
+		if rule.Caveat != "" {
+			printf(w, "  %s: %s\n", rule.Name, rule.Caveat)
+		}
 		if rule.Errors > 0 {
 			printf(w, "  %s: %s evaluations failed (the rule was skipped for them, as the gateway does)\n", rule.Name, num(rule.Errors))
 		}
