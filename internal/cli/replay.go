@@ -86,6 +86,7 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 		}
 		fileRules = set
 		o.Routes = replay.Routes(c)
+		o.RouteAPIClients = replay.RouteAPIClients(c)
 		o.Plans = map[string]string{}
 		for _, cl := range c.APIClients.Clients {
 			o.Plans[cl.ID] = cl.Plan

@@ -342,6 +342,40 @@ func TestReplayOfServeSessions(t *testing.T) {
 	}
 }
 
+// TestReplayRouteCredentialsClient: requests to an upstream whose
+// credentials name an API client (auth.api_client) count as that client
+// in the gateway, so a plan rule replays from a log that records no API
+// client (a combined log), with the credential itself unset.
+func TestReplayRouteCredentialsClient(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "floodgate.yaml")
+	conf := strings.Replace(sessionsYAML("http://127.0.0.1:9"), `upstreams: {api: {url: "http://127.0.0.1:9"}}`,
+		`upstreams: {api: {url: "http://127.0.0.1:9", auth: {type: header, header_value: "Bearer ${API_TOKEN}", api_client: research-lab}}}`, 1)
+	if conf == sessionsYAML("http://127.0.0.1:9") {
+		t.Fatal("the upstream line was not found")
+	}
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"PUB": "127.0.0.1:1", "ADM": "127.0.0.1:2"}
+	v := decode(t, vars, "replay", "--config", cfg, "--json", excerptLog)
+	requests := v["requests"].(float64)
+	found := false
+	for _, r := range v["rules"].([]any) {
+		r := r.(map[string]any)
+		if r["name"] != "per-client.standard" {
+			continue
+		}
+		found = true
+		if nr, ok := r["not_replayed"]; ok || r["matched"].(float64) != requests || r["would_block_requests"].(float64) < requests/2 {
+			t.Errorf("per-client.standard: matched %v, would-block %v, not replayed %v; want all %v requests as research-lab, most over its 2/1h",
+				r["matched"], r["would_block_requests"], nr, requests)
+		}
+	}
+	if !found {
+		t.Errorf("no per-client.standard rule in %v", v["rules"])
+	}
+}
+
 // TestReplayUnreplayableRules: a rule keyed by session or API client
 // cannot be replayed from a log that records neither (a combined log):
 // the report and standard error say so for each, with what would make it

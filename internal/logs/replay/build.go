@@ -93,3 +93,22 @@ func Routes(c *config.Config) *proxy.Router {
 	}
 	return rt
 }
+
+// RouteAPIClients returns, by route index, the API client that the
+// gateway counts each request of the route as because the route's
+// upstream has floodgate's own credentials with auth.api_client ("" for
+// none): what the gateway's identification gives before any bearer
+// token.
+func RouteAPIClients(c *config.Config) []string {
+	ids := make([]string, len(c.Routes))
+	known := map[string]bool{}
+	for _, cl := range c.APIClients.Clients {
+		known[cl.ID] = true
+	}
+	for i, rc := range c.Routes {
+		if id := c.Upstreams[rc.Upstream].Auth.APIClient; known[id] {
+			ids[i] = id
+		}
+	}
+	return ids
+}

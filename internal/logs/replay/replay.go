@@ -39,10 +39,13 @@
 // hash of the request's verified session (the gateway's, so no secret is
 // needed to replay), and the id of its known API client, whose plan is
 // that of Options.Plans. A request that records a session is replayed
-// with that hash as its session, present and valid. A rule that applies
-// only to requests with a session (keyed by session) or of an API client
-// (keyed by api_client, or holding a plan's limits) when no request of
-// the logs records one is not replayed: its Result says so and why
+// with that hash as its session, present and valid. A request on a route
+// whose upstream credentials name an API client (auth.api_client,
+// Options.RouteAPIClients) is that client in any log, whatever the log
+// records, as the gateway identifies it by the route first. A rule that
+// applies only to requests with a session (keyed by session) or of an API
+// client (keyed by api_client, or holding a plan's limits) when no
+// request replayed has one is not replayed: its Result says so and why
 // (Rule.NotReplayed), rather than report that it refused nothing.
 //
 // The client is the log's: an IP address is grouped by the configured
@@ -116,6 +119,11 @@ type Options struct {
 	// Plans give the plan of each known API client by id
 	// (api_clients.clients), for the rules with limits_from: plan.
 	Plans map[string]string
+	// RouteAPIClients give, by route index, the API client a route's
+	// requests count as (see RouteAPIClients); it takes precedence over
+	// the client a log records, as the gateway's route credentials take
+	// precedence over a bearer token.
+	RouteAPIClients []string
 	// MaxKeys caps the store's counters (memory.Options.MaxKeys); 0 is
 	// memory.DefaultMaxKeys.
 	MaxKeys int
@@ -139,8 +147,9 @@ type Replay struct {
 	clients  []clientKey // by ClientID
 	unrouted int64
 	plans    map[string]string // Options.Plans
+	routeIDs []string          // Options.RouteAPIClients
 	sessions int64             // requests that recorded a session
-	apiCalls int64             // requests that recorded an API client
+	apiCalls int64             // requests replayed as an API client
 	internal bool              // Options.InternalRules
 	timed    int64             // requests whose record gives the upstream's duration
 	late     int64             // requests older than the clock when replayed
@@ -177,7 +186,7 @@ const (
 
 // New returns a Replay of the rules in o.
 func New(o Options) *Replay {
-	r := &Replay{routes: o.Routes, resolver: o.Resolver, internal: o.InternalRules, plans: o.Plans, index: map[*rules.Rule]int{},
+	r := &Replay{routes: o.Routes, resolver: o.Resolver, internal: o.InternalRules, plans: o.Plans, routeIDs: o.RouteAPIClients, index: map[*rules.Rule]int{},
 		header: http.Header{}, strs: map[string]string{}}
 	if r.resolver == nil {
 		r.resolver = &clientip.Resolver{}
@@ -244,9 +253,6 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	if len(rec.Session) > 0 {
 		r.sessions++
 	}
-	if len(rec.APIClient) > 0 {
-		r.apiCalls++
-	}
 	r.cur.client = id
 	r.cur.hour = floorDiv(rec.Time, int64(time.Hour))
 	if len(rec.Method) == 0 || len(rec.Target) == 0 {
@@ -312,9 +318,17 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 		// session, one hash (given one FLOODGATE_LOG_HASH_KEY).
 		req.Session, req.SessionPresent, req.SessionValid = string(rec.Session), true, true
 	}
-	if len(rec.APIClient) > 0 {
+	switch {
+	case route != nil && route.Index < len(r.routeIDs) && r.routeIDs[route.Index] != "":
+		// The route's upstream credentials name the client, whatever
+		// the log says, as the gateway identifies it.
+		req.APIClient = r.routeIDs[route.Index]
+	case len(rec.APIClient) > 0:
 		req.APIClient = r.intern(rec.APIClient)
+	}
+	if req.APIClient != "" {
 		req.APIClientPlan = r.plans[req.APIClient]
+		r.apiCalls++
 	}
 	v := r.engine.Evaluate(ctx, req)
 	// The response, for count_when and cost rules: the log's, unless the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -645,5 +646,48 @@ rules:
 		if len(res.Windows) != 1 || res.Windows[0].Window != "1m" {
 			t.Errorf("log-only %v: windows %+v, want per-ip's 1m only", logOnly, res.Windows)
 		}
+	}
+}
+
+// TestRouteCredentialsAPIClient: a route whose upstream has floodgate's
+// own credentials with auth.api_client counts every request as that API
+// client, as the gateway identifies it (by the route before any bearer
+// token), whatever the log records: a load balancer's log records none,
+// and an access log written under another configuration another or none.
+func TestRouteCredentialsAPIClient(t *testing.T) {
+	set, c := compile(t, `
+upstreams:
+  api: {url: 'http://127.0.0.1:1', auth: {type: header, header_value: 'Bearer k', api_client: frontend}}
+  other: {url: 'http://127.0.0.1:2'}
+api_clients:
+  plans: {standard: [2/1h], exempt: []}
+  clients: [{id: frontend, plan: standard}, {id: lab, plan: exempt}]
+routes: [{name: api, path: "/api/{rest...}", upstream: api}, {name: other, path: "/{rest...}", upstream: other}]
+rules:
+  - {name: per-client, key: [api_client], limits_from: plan}
+`)
+	o := Options{Rules: set, Routes: Routes(c), LogOnly: true, Plans: map[string]string{"frontend": "standard", "lab": "exempt"},
+		RouteAPIClients: RouteAPIClients(c)}
+	r := New(o)
+	for i := range 4 { // from two addresses: one API client to the gateway
+		rec := record("192.0.2."+strconv.Itoa(1+i%2), "GET", "/api/x", browserUA, t0.Add(time.Duration(i)*time.Second))
+		if i == 3 {
+			rec.APIClient = []byte("lab") // recorded under another configuration: the route decides
+		}
+		r.Add(context.Background(), rec)
+	}
+	r.Add(context.Background(), record("192.0.2.1", "GET", "/elsewhere", browserUA, t0)) // no API client
+	var got *Rule
+	for i := range r.Result().Rules {
+		if rule := &r.Result().Rules[i]; rule.Name == "per-client.standard" {
+			got = rule
+		}
+	}
+	if got == nil {
+		t.Fatal("no per-client.standard rule in the result")
+	}
+	if got.NotReplayed != "" || got.Matched != 4 || got.WouldBlockRequests != 2 {
+		t.Errorf("per-client.standard: matched %d, would-block %d, not replayed %q; want 4, 2 (the route's client over its plan's 2/1h) and replayed",
+			got.Matched, got.WouldBlockRequests, got.NotReplayed)
 	}
 }
