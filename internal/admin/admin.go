@@ -98,6 +98,14 @@ func Handler(o Options) http.Handler {
 				return
 			}
 		}
+		// The store is checked while the tokens are: a token endpoint
+		// that does not answer holds its check to the end of ctx, which
+		// must not read as a store not answering.
+		var storeErr chan error
+		if o.Store != nil {
+			storeErr = make(chan error, 1)
+			go func() { storeErr <- o.Store(ctx) }()
+		}
 		var notes []string
 		if o.Server != nil {
 			// The error names no secret, token or address: it may be
@@ -111,8 +119,8 @@ func Handler(o Options) http.Handler {
 				notes = append(notes, msg)
 			}
 		}
-		if o.Store != nil {
-			if err := o.Store(ctx); err != nil {
+		if storeErr != nil {
+			if err := <-storeErr; err != nil {
 				// The error names the store's nodes: for the dashboard,
 				// behind the token, not for an open endpoint.
 				notes = append(notes, "store: not answering (the dashboard says why)")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -354,5 +355,80 @@ upstreams:
 		if strings.Contains(w.Body.String(), secret) || strings.Contains(w.Body.String(), "127.0.0.1") {
 			t.Errorf("step %d: /readyz names the secret or an address: %q", i+1, w.Body.String())
 		}
+	}
+}
+
+// TestReadyzStoreNoteNotSpentOnToken: a token endpoint that does not
+// answer holds /readyz's token check to the end of its time, but the
+// store check has its own: a store that answers is not reported as not
+// answering because the token check took the time.
+func TestReadyzStoreNoteNotSpentOnToken(t *testing.T) {
+	var hang atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	var enterOnce sync.Once
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			enterOnce.Do(func() { close(entered) })
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"access_token":"gw","token_type":"Bearer","expires_in":3600}`)
+	}))
+	defer endpoint.Close()
+	defer close(release)
+	yaml := `
+store: {url: memory}
+upstreams:
+  api:
+    url: "http://127.0.0.1:8081"
+    auth: {type: client_credentials, token_url: "` + endpoint.URL + `/token/", client_id: gw, client_secret: "${SECRET}"}
+`
+	f, err := config.Parse("t.yaml", []byte(yaml), "", func(k string) (string, bool) { return "a-client-secret-0123456789", k == "SECRET" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	var mu sync.Mutex
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	m := telemetry.NewMetrics("test")
+	srv, problems := gateway.NewServer(f, []byte(yaml), gateway.Options{
+		Store: gateway.NewMemoryStore(0, nil, m), Metrics: m, Logger: slog.New(slog.DiscardHandler), Now: clock,
+	})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	storeChecked := make(chan struct{}, 1)
+	h := admin.Handler(admin.Options{Gatherer: m.Registry, Server: srv,
+		Store: func(ctx context.Context) error {
+			if hang.Load() {
+				<-entered // the token check is at the endpoint, held
+			}
+			err := ctx.Err() // a store that answers at once while it has time
+			storeChecked <- struct{}{}
+			return err
+		}})
+	if w := do(h, "GET", "/readyz", "", "", ""); w.Code != 200 || w.Body.String() != "ready\n" {
+		t.Fatalf("with a token: /readyz = %d %q, want 200 ready", w.Code, w.Body.String())
+	}
+	<-storeChecked
+
+	// The token expires; its replacement's fetch hangs.
+	mu.Lock()
+	now = now.Add(2 * time.Hour)
+	mu.Unlock()
+	hang.Store(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := httptest.NewRequestWithContext(ctx, "GET", "/readyz", nil)
+	r.Host = adminHost
+	w := httptest.NewRecorder()
+	served := make(chan struct{})
+	go func() { h.ServeHTTP(w, r); close(served) }()
+	<-storeChecked
+	cancel() // the probe gives up once the store has answered
+	<-served
+	if want := "ready; upstream api: no token yet: a fetch is under way\n"; w.Code != 200 || w.Body.String() != want {
+		t.Errorf("token endpoint silent, store answering: /readyz = %d %q, want 200 %q", w.Code, w.Body.String(), want)
 	}
 }
