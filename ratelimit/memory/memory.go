@@ -275,6 +275,16 @@ func (s *Store) Charge(_ context.Context, key string, n int64, limits ...ratelim
 			sh.put(k, st2, now)
 		}
 	}
+	if !d.Allowed {
+		// Until one more event fits everywhere: a limit the events
+		// fitted under may be full now, and refuse it for longer.
+		for _, l := range limits {
+			st, _ := sh.get(s.counterKey(h, l))
+			if _, one := l.Take(st, now, 1); !one.Allowed {
+				d.RetryAfter = max(d.RetryAfter, one.RetryAfter)
+			}
+		}
+	}
 	return d, nil
 }
 

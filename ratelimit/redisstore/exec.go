@@ -212,6 +212,16 @@ func (s *Store) take(ctx context.Context, cl rueidis.Client, cluster bool, h key
 	if d.Allowed != rep.admitted {
 		return ratelimit.Decision{}, fmt.Errorf("%w: the script and the algorithm disagree (admitted %v, %v)", errCorrupt, rep.admitted, d.Allowed)
 	}
+	if charge && !d.Allowed {
+		// Until one more event fits everywhere: a limit the events
+		// fitted under may be full now, and refuse it for longer.
+		for i, l := range c.counters {
+			st, _ := l.Charge(rep.states[i], rep.now, n) // what Redis holds now
+			if _, one := l.Take(st, rep.now, 1); !one.Allowed {
+				d.RetryAfter = max(d.RetryAfter, one.RetryAfter)
+			}
+		}
+	}
 	if s.cache != nil {
 		switch {
 		case !d.Allowed:

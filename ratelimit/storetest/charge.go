@@ -72,6 +72,29 @@ func testChargeEveryLimit(t *testing.T, s ratelimit.Store, a ratelimit.Algorithm
 	wantRemaining(t, s, key2, big, 97)
 }
 
+// testChargeRetryAfterEveryLimit checks that a Charge's RetryAfter is
+// the wait until one more event fits under every limit, those the events
+// fitted under included: a limit the charge filled exactly refuses the
+// next event too, possibly for longer than the limit the charge went
+// past. A Take of one event right after is refused, and says no longer
+// a wait (time only passed since).
+func testChargeRetryAfterEveryLimit(t *testing.T, s ratelimit.Store, a ratelimit.Algorithm) {
+	c, key := charger(t, s), t.Name()
+	filled, over := long(3, a), ratelimit.Limit{Count: 10, Window: time.Hour, Algorithm: a}
+	if d := take(t, s, key, 9, over); !d.Allowed {
+		t.Fatalf("Take(%q, 9, %v) = %+v, want allowed", key, over, d)
+	}
+	d := charge(t, c, key, 3, filled, over)
+	if d.Allowed || d.Remaining != 0 {
+		t.Fatalf("Charge(%q, 3, %v, %v) = %+v, want not fitted (under %v), Remaining 0", key, filled, over, d, over)
+	}
+	next := take(t, s, key, 1, filled, over)
+	if next.Allowed || d.RetryAfter < next.RetryAfter {
+		t.Errorf("Charge(%q, 3, %v, %v) = %+v, then Take(%q, 1) = %+v: want that refused, and the charge's RetryAfter no shorter than its",
+			key, filled, over, d, key, next)
+	}
+}
+
 func testChargeErrors(t *testing.T, s ratelimit.Store, a ratelimit.Algorithm) {
 	c, key, l := charger(t, s), t.Name(), long(5, a)
 	ctx := context.Background()

@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ratelimit.Store) {
 		{"Cancelled", testCancelled},
 		{"ChargePastLimit", testChargePastLimit},
 		{"ChargeEveryLimit", testChargeEveryLimit},
+		{"ChargeRetryAfterEveryLimit", testChargeRetryAfterEveryLimit},
 		{"ChargeErrors", testChargeErrors},
 	}
 	for _, tt := range tests {
