@@ -292,7 +292,9 @@ type Decision struct {
 	// it is the end of the current aligned window: then the events of the
 	// window before no longer count at all, while this window's start to
 	// fade, so the full Count is back one Window later at the latest. It
-	// is at most Window, unless the clock went back (see Limit.Take).
+	// is at most Window, unless the clock went back (see Limit.Take) or,
+	// for GCRA, a Charge went past the limit: then up to twice Window,
+	// the bucket owing up to one Count more than it holds.
 	// The RateLimit field's t is it in whole seconds (ResetSeconds).
 	ResetAfter time.Duration
 }
