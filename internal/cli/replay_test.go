@@ -18,6 +18,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/floodgate/floodgate/internal/session"
+	"github.com/floodgate/floodgate/internal/telemetry"
 )
 
 func TestReplayCommand(t *testing.T) {
@@ -289,14 +292,42 @@ func TestReplayOfServeSessions(t *testing.T) {
 	if want := []int{200, 200, 200, 429, 200, 200, 429}; !slices.Equal(codes, want) {
 		t.Fatalf("statuses %v, want %v", codes, want)
 	}
+	// The session's id, as the gateway reads it from the cookie: the
+	// access log holds its keyed hash, never the id.
+	sm, err := session.New(session.Options{Name: "sid", Secrets: [][]byte{[]byte(strings.Repeat("s", 40))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := http.NewRequest("GET", "http://"+g.pub+"/api", nil)
+	for _, c := range jar.Cookies(page.URL) {
+		page.AddCookie(c)
+	}
+	id, _, ok := sm.Verify(page)
+	if !ok {
+		t.Fatal("the browser holds no valid session cookie")
+	}
+	hashed := `"session":"` + telemetry.NewKeyHasher("0123456789abcdef").Hash([]byte(id)) + `"`
 	var access strings.Builder
+	var withSession, withClient int
 	for line := range strings.Lines(g.stderr.String()) {
 		if strings.Contains(line, `"msg":"access"`) {
-			if strings.Contains(line, strings.Repeat("s", 40)) || strings.Contains(line, "lab-token") {
-				t.Fatalf("a secret in the access log: %s", line)
+			if strings.Contains(line, strings.Repeat("s", 40)) || strings.Contains(line, "lab-token") || strings.Contains(line, id) {
+				t.Fatalf("a secret or the session id in the access log: %s", line)
+			}
+			if strings.Contains(line, `"session":`) {
+				if !strings.Contains(line, hashed) {
+					t.Errorf("access record %s: want the session as %s", line, hashed)
+				}
+				withSession++
+			}
+			if strings.Contains(line, `"api_client":"research-lab"`) {
+				withClient++
 			}
 			access.WriteString(line)
 		}
+	}
+	if withSession != 3 || withClient != 3 {
+		t.Errorf("%d access records with a session and %d with the API client, want 3 and 3", withSession, withClient)
 	}
 	log := filepath.Join(t.TempDir(), "access.log")
 	if err := os.WriteFile(log, []byte(access.String()), 0o644); err != nil {
