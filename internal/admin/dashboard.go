@@ -204,14 +204,16 @@ type ruleRow struct {
 type candidateRow struct {
 	Limit       string                    // "50/5m", the metric's candidate label
 	Hour, Total [rules.NumOutcomes]uint64 // Allowed and WouldBlock only
-	// HourShare and TotalShare are the would-blocks' share of the rule's
-	// matched requests (every decision of the rule) in the same window;
-	// HasHourShare and HasTotalShare say the rule matched any.
+	// HourShare and TotalShare are the would-blocks' share of the
+	// requests the candidate counted in the same window (allowed and
+	// would_block): those the rule matched since the candidate was
+	// configured, not before, when a reload added it. HasHourShare and
+	// HasTotalShare say it counted any.
 	HourShare, TotalShare       float64
 	HasHourShare, HasTotalShare bool
 }
 
-// matched is every decision of a rule in one window.
+// matched is every decision of a rule, or of a candidate, in one window.
 func matched(counts [rules.NumOutcomes]uint64) uint64 {
 	var n uint64
 	for _, c := range counts {
@@ -247,7 +249,7 @@ type candidateWindow struct {
 	Rule, Limit, Window string
 	Allowed, WouldBlock uint64
 	HasShare            bool
-	Share               float64 // WouldBlock's share of the rule's matched requests
+	Share               float64 // WouldBlock's share of the requests the candidate counted
 }
 
 type answerRow struct {
@@ -470,10 +472,12 @@ func (d *dashboard) rules(p *page, f *config.File, byName map[string]*dto.Metric
 			if t := candTotals[[2]string{name, limit}]; t != nil {
 				cr.Total = *t
 			}
-			if n := matched(rr.Hour); n > 0 {
+			// Of the requests the candidate counted: its rule's, since
+			// it was configured (a reload may have added it).
+			if n := matched(cr.Hour); n > 0 {
 				cr.HourShare, cr.HasHourShare = float64(cr.Hour[rules.WouldBlock])/float64(n), true
 			}
-			if n := matched(rr.Total); n > 0 {
+			if n := matched(cr.Total); n > 0 {
 				cr.TotalShare, cr.HasTotalShare = float64(cr.Total[rules.WouldBlock])/float64(n), true
 			}
 			rr.Candidates = append(rr.Candidates, cr)

@@ -359,6 +359,37 @@ func TestDashboardCandidatesAcrossReload(t *testing.T) {
 	}
 }
 
+// TestDashboardCandidateShareSinceAdded: a candidate added by a reload
+// counted only the requests that came after it; its share is of those,
+// not of everything its rule matched before it existed, which would make
+// a threshold being sized look harmless.
+func TestDashboardCandidateShareSinceAdded(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	for i := range 5 { // per-ip matches 5 requests, one from each address
+		e.send(t, 1, "198.51.100."+strconv.Itoa(10+i), "/x", "")
+	}
+	yaml := strings.Replace(strings.Replace(dashYAML, "%s", "", 1), "%s", e.up.URL, 1)
+	yaml = strings.Replace(yaml, "candidates: [2/1m, 6/1m]", "candidates: [2/1m, 6/1m, 1/1m]", 1)
+	f, err := config.Parse("dash.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	if _, problems := e.srv.Reload(f, []byte(yaml)); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	e.send(t, 2, "198.51.100.4", "/x", "") // 1/1m: 1 allowed, 1 would-block
+	page := get(e.h, "/admin/", "", "127.0.0.1:5000").Body.String()
+	got := candidateCells(t, page)["per-ip 1/1m"]
+	want := map[string]string{
+		"hour allowed": "1", "hour would_block": "1", "hour share": "50.0%",
+		"total allowed": "1", "total would_block": "1", "total share": "50.0%",
+	}
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("candidate 1/1m added by a reload (-got +want):\n%s", diff)
+	}
+}
+
 // TestDashboardRefresh: ?refresh=0 turns the automatic refresh off
 // (WCAG 2.2.1); nonsense is refused.
 func TestDashboardRefresh(t *testing.T) {
