@@ -31,11 +31,14 @@ type Shared struct {
 	trackerO session.IPTrackerOptions
 }
 
-// tokenSource returns the token source for one set of client credentials,
-// the same one across reloads as long as they do not change, so that a
-// reload does not fetch a new token.
-func (s *Shared) tokenSource(o upstreamauth.Options) (*upstreamauth.Source, error) {
-	sum := sha256.Sum256([]byte(o.TokenURL + "\x00" + o.ClientID + "\x00" + o.ClientSecret))
+// tokenSource returns the token source of the upstream named for one set
+// of client credentials, the same one across reloads as long as neither
+// the name nor the credentials change, so that a reload does not fetch a
+// new token. The name is part of the key because the source reports to
+// o.OnFetch and o.Logger, which name the upstream: a renamed upstream
+// gets a source of its own, whose fetches its new name counts.
+func (s *Shared) tokenSource(upstream string, o upstreamauth.Options) (*upstreamauth.Source, error) {
+	sum := sha256.Sum256([]byte(upstream + "\x00" + o.TokenURL + "\x00" + o.ClientID + "\x00" + o.ClientSecret))
 	k := string(sum[:])
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -237,7 +240,7 @@ func authTransport(f *config.File, name string, o Options, shared *Shared) (func
 		if err != nil {
 			return nil, nil, err
 		}
-		src, err := shared.tokenSource(upstreamauth.Options{
+		src, err := shared.tokenSource(name, upstreamauth.Options{
 			TokenURL: tokenURL, ClientID: a.ClientID, ClientSecret: a.ClientSecret,
 			HTTPClient: tokenClient(), Logger: o.Logger.With("upstream", name), Now: o.Now,
 			OnFetch: o.Metrics.TokenFetched(name),
