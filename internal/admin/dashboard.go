@@ -296,6 +296,16 @@ type capRow struct {
 type reloadView struct {
 	Success, Failure float64
 	Last             string
+	// Rejected is the last reload's rejection, nil when the last load was
+	// applied: the file on disk is then not the configuration in force.
+	Rejected *rejectionView
+}
+
+// rejectionView is a rejected reload: when, what asked for it, and every
+// problem, one an entry, as the log line and GET /admin/config have them.
+type rejectionView struct {
+	Time, Reason string
+	Problems     []string
 }
 
 // metricRow is one series of a family shown as is.
@@ -380,6 +390,16 @@ func (d *dashboard) build(ctx context.Context, refresh int) page {
 	}
 	if v, ok := single(byName, "floodgate_config_last_reload_success_timestamp_seconds"); ok && v > 0 {
 		p.Reloads.Last = time.Unix(0, int64(v*1e9)).UTC().Format(time.RFC3339)
+	}
+	if rej := srv.LastRejection(); rej != nil {
+		v := &rejectionView{Time: rej.Time.UTC().Format(time.RFC3339), Reason: rej.Reason}
+		for line := range strings.SplitSeq(rej.Problems, "\n") {
+			if line != "" {
+				v.Problems = append(v.Problems, line)
+			}
+		}
+		p.Reloads.Rejected = v
+		p.Notices = append(p.Notices, fmt.Sprintf("The last reload (%s, at %s) was rejected: the previous configuration keeps running, and a restart would refuse the file as it is now. Its problems are under Configuration reloads; floodgate validate lists them too.", v.Reason, v.Time))
 	}
 	// Visitor sessions and API-client plans export series only when
 	// configured (and plans once a client has used one): until then the

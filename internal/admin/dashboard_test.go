@@ -646,3 +646,46 @@ func TestPagesSpeakPlainly(t *testing.T) {
 		t.Errorf("the dashboard says %q", m)
 	}
 }
+
+// TestDashboardRejectedReload: while the last reload was rejected, the
+// page says so at the top and lists its problems under the reloads, as
+// GET /admin/config does: the file on disk is not the configuration in
+// force, and a restart would refuse it. A reload that succeeds clears it.
+func TestDashboardRejectedReload(t *testing.T) {
+	e := newDashEnv(t, "", nil)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	problems := "dash.yaml:9: rules[2].limits[0]: limit \"3/1x\": window \"1x\" is not a positive duration (such as 1s, 5m, 1h, 1d)\n" +
+		"dash.yaml:14: log.colour: unknown key \"colour\" (allowed: level, decisions, access)"
+	e.srv.Rejected(at, "SIGHUP", problems)
+	page := get(e.h, "/admin/", "", "127.0.0.1:1").Body.String()
+	notice := `<p class="notice">The last reload (SIGHUP, at 2026-12-01T10:00:00Z) was rejected: the previous configuration keeps running, and a restart would refuse the file as it is now. Its problems are under Configuration reloads; floodgate validate lists them too.</p>`
+	if !strings.Contains(page, notice) {
+		t.Errorf("no notice of the rejected reload at the top of the page; want %s", notice)
+	}
+	list := regexp.MustCompile(`(?s)<ul id="reload-problems">(.*?)</ul>`).FindStringSubmatch(page)
+	if list == nil {
+		t.Fatal("no list of the rejected reload's problems")
+	}
+	for _, want := range []string{
+		`<li><code>dash.yaml:9: rules[2].limits[0]: limit &#34;3/1x&#34;: window &#34;1x&#34; is not a positive duration (such as 1s, 5m, 1h, 1d)</code></li>`,
+		`<li><code>dash.yaml:14: log.colour: unknown key &#34;colour&#34; (allowed: level, decisions, access)</code></li>`,
+	} {
+		if !strings.Contains(list[1], want) {
+			t.Errorf("problems list = %s, want it to hold %s", list[1], want)
+		}
+	}
+
+	yaml := strings.Replace(strings.Replace(dashYAML, "%s", "", 1), "%s", e.up.URL, 1)
+	f, err := config.Parse("dash.yaml", []byte(yaml), "", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Config.ApplyDefaults()
+	if _, problems := e.srv.Reload(f, []byte(yaml)); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	page = get(e.h, "/admin/", "", "127.0.0.1:1").Body.String()
+	if strings.Contains(page, "was rejected") || strings.Contains(page, `id="reload-problems"`) {
+		t.Error("a reload that succeeded still shows the rejection")
+	}
+}
