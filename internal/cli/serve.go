@@ -383,7 +383,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 				if canFail && !answered.Load() && !decides(ctx) {
 					// Not the error: it names the store's nodes, and
 					// /readyz is open. The dashboard and the log say.
-					return errors.New("the store has not answered since start")
+					return errors.New("the store has not answered since start (the log and the dashboard say why)")
 				}
 				return nil
 			},
