@@ -58,9 +58,19 @@ func ReadFile(path string) ([]byte, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, fmt.Errorf("config: cannot read %s: %w", path, err)
+		return nil, readError(path, err, os.Getuid(), os.Getgid())
 	}
 	return data, nil
+}
+
+// readError is ReadFile's error for cause. A file the process may not read
+// names the user and group it runs as: a container's numeric user or
+// systemd's dynamic one is not the user who installed the file.
+func readError(path string, cause error, uid, gid int) error {
+	if errors.Is(cause, fs.ErrPermission) {
+		return fmt.Errorf("config: cannot read %s: %w (floodgate runs as user %d, group %d: make the file readable by them)", path, cause, uid, gid)
+	}
+	return fmt.Errorf("config: cannot read %s: %w", path, cause)
 }
 
 // Parse reads a configuration from data; name is used in problems.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -456,5 +457,28 @@ func TestSyntaxLine(t *testing.T) {
 				t.Errorf("Parse(%q) problem (-got +want):\n%s", tt.doc, cmp.Diff(got, want))
 			}
 		})
+	}
+}
+
+// TestReadErrorNamesTheUser: a file floodgate's user may not read (a
+// container's numeric user, systemd's dynamic one, a file installed 0600
+// by root) says which user must be able to read it; other causes are
+// said as they are. Root reads any file, so the error is built here from
+// the cause the system gives.
+func TestReadErrorNamesTheUser(t *testing.T) {
+	for _, tc := range []struct {
+		cause error
+		want  string
+	}{
+		{syscall.EACCES, "config: cannot read /etc/floodgate/floodgate.yaml: permission denied (floodgate runs as user 65532, group 65532: make the file readable by them)"},
+		{syscall.ENOENT, "config: cannot read /etc/floodgate/floodgate.yaml: no such file or directory"},
+	} {
+		err := readError("/etc/floodgate/floodgate.yaml", tc.cause, 65532, 65532)
+		if err.Error() != tc.want {
+			t.Errorf("readError(%v) = %q, want %q", tc.cause, err, tc.want)
+		}
+		if !errors.Is(err, tc.cause) {
+			t.Errorf("readError(%v) does not wrap its cause", tc.cause)
+		}
 	}
 }
