@@ -84,3 +84,22 @@ func TestServeReportsABrokenConfigAlone(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s\nwant the problem alone, no log line", code, stderr)
 	}
 }
+
+// TestServeStoreFlagChecked: a --store URL floodgate cannot use is a
+// mistake on the command line, said as validate says one in store.url
+// (with the forms allowed, memory among them) and naming the flag, since
+// the file is not where it is.
+func TestServeStoreFlagChecked(t *testing.T) {
+	const allowed = " (allowed: memory, redis://host:port[/db], rediss://host:port, redis://host1:port1,host2:port2,…, valkey://…, valkeys://…)\n"
+	for _, tc := range []struct{ store, problem string }{
+		{"mem", "url must start with redis://, rediss://, valkey:// or valkeys://"},
+		{"127.0.0.1:6379", "url must start with redis://, rediss://, valkey:// or valkeys://"},
+		{"http://:hunter2@cache:6379", `url scheme "http" is not redis, rediss, valkey or valkeys`},
+	} {
+		code, _, stderr := run(t, map[string]string{"FLOODGATE_UPSTREAM": "http://127.0.0.1:9"},
+			"serve", "--config", "../../examples/mavedb.yaml", "--no-watch", "--store", tc.store)
+		if want := "floodgate serve: --store: " + tc.problem + allowed; code != 2 || stderr != want {
+			t.Errorf("serve --store %s: exit %d, stderr:\n%s\nwant exit 2 and %q", tc.store, code, stderr, want)
+		}
+	}
+}

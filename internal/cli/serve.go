@@ -87,6 +87,13 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	if sf.file == "" {
 		return usageError{errors.New("--config is required")}
 	}
+	// The flag replaces store.url after the file is validated: check it
+	// as validate checks the file's.
+	if sf.store != "" {
+		if problem := config.CheckStoreURL(sf.store); problem != "" {
+			return usageError{fmt.Errorf("--store: %s (allowed: %s)", problem, strings.Join(config.StoreURLForms, ", "))}
+		}
+	}
 	return serve(ctx, env, sf, serveHooks{noWatch: *noWatch, sampleUp: *sampleUp})
 }
 

@@ -224,13 +224,28 @@ func (v *validator) clientIP() {
 	v.intRange("client_ip.ipv6_prefix", ci.IPv6Prefix, MinIPv6Prefix, MaxIPv6Prefix)
 }
 
+// StoreURLForms are the forms of store.url (and serve --store), as a
+// problem with one lists them.
+var StoreURLForms = []string{StoreMemory, "redis://host:port[/db]", "rediss://host:port", "redis://host1:port1,host2:port2,…", "valkey://…", "valkeys://…"}
+
+// CheckStoreURL returns what is wrong with u as a store URL, "" when
+// nothing is. The problem does not repeat the URL, which may hold a
+// password.
+func CheckStoreURL(u string) string {
+	if u == StoreMemory {
+		return ""
+	}
+	if _, err := redisstore.ParseURL(u); err != nil {
+		// The field names the URL already: the package's prefix
+		// would only repeat it in the store's terms.
+		return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "redisstore: "), "url: ")
+	}
+	return ""
+}
+
 func (v *validator) store() {
-	if u := v.c.Store.URL; u != StoreMemory {
-		if _, err := redisstore.ParseURL(u); err != nil {
-			// The field names the URL already: the package's prefix
-			// would only repeat it in the store's terms.
-			v.add("store.url", strings.TrimPrefix(strings.TrimPrefix(err.Error(), "redisstore: "), "url: "), "memory", "redis://host:port[/db]", "rediss://host:port", "redis://host1:port1,host2:port2,…", "valkey://…", "valkeys://…")
-		}
+	if problem := CheckStoreURL(v.c.Store.URL); problem != "" {
+		v.add("store.url", problem, StoreURLForms...)
 	}
 	if _, err := ParseDuration(v.c.Store.Timeout, MinTimeout, MaxTimeout); err != nil {
 		v.add("store.timeout", err.Error())
