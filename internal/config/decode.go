@@ -37,7 +37,7 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 			return
 		}
 		fields := yamlFields(t)
-		seen := map[string]bool{}
+		seen := map[string]int{} // key → the line of its first occurrence
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
@@ -45,11 +45,11 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 				continue
 			}
 			kp := joinKey(path, k.Value)
-			if seen[k.Value] {
-				l.report(k, kp, fmt.Sprintf("duplicate key %q", k.Value))
+			if first, ok := seen[k.Value]; ok {
+				l.report(k, kp, duplicateKey(k.Value, first))
 				continue
 			}
-			seen[k.Value] = true
+			seen[k.Value] = k.Line
 			f, ok := fields[k.Value]
 			if !ok {
 				if slices.Contains(extra, k.Value) || path == "" && strings.HasPrefix(k.Value, "x-") {
@@ -80,7 +80,7 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 			l.report(n, path, "expected a mapping, found "+describeNode(n))
 			return
 		}
-		seen := map[string]bool{}
+		seen := map[string]int{} // key → the line of its first occurrence
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode {
@@ -88,11 +88,11 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 				continue
 			}
 			kp := joinKey(path, k.Value)
-			if seen[k.Value] {
-				l.report(k, kp, fmt.Sprintf("duplicate key %q", k.Value))
+			if first, ok := seen[k.Value]; ok {
+				l.report(k, kp, duplicateKey(k.Value, first))
 				continue
 			}
-			seen[k.Value] = true
+			seen[k.Value] = k.Line
 			l.shape(v, t.Elem(), kp)
 		}
 	case reflect.Slice:
@@ -123,17 +123,24 @@ func (l *loader) shape(n *yaml.Node, t reflect.Type, path string, extra ...strin
 // duplicateKeys reports the scalar keys of mapping n that an earlier key
 // of n already has.
 func (l *loader) duplicateKeys(n *yaml.Node, path string) {
-	seen := map[string]bool{}
+	seen := map[string]int{} // key → the line of its first occurrence
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if k.Kind != yaml.ScalarNode {
 			continue // the type's own decoding reports it
 		}
-		if seen[k.Value] {
-			l.report(k, joinKey(path, k.Value), fmt.Sprintf("duplicate key %q", k.Value))
+		if first, ok := seen[k.Value]; ok {
+			l.report(k, joinKey(path, k.Value), duplicateKey(k.Value, first))
+			continue
 		}
-		seen[k.Value] = true
+		seen[k.Value] = k.Line
 	}
+}
+
+// duplicateKey is the problem of a key written again in one mapping: YAML
+// would let the last one win, so the first is named, to merge the two.
+func duplicateKey(key string, firstLine int) string {
+	return fmt.Sprintf("duplicate key %q (the first is at line %d)", key, firstLine)
 }
 
 // index records the position of every field path under n.

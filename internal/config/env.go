@@ -32,7 +32,7 @@ func (l *loader) splitEnvironments(root *yaml.Node) (*yaml.Node, []environment) 
 		k, v := root.Content[i], root.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Value == "environments" {
 			if envsNode != nil {
-				l.report(k, "environments", "duplicate key \"environments\"")
+				l.report(k, "environments", duplicateKey(k.Value, l.envNode.Line))
 			}
 			envsNode, l.envNode = v, k
 			continue

@@ -350,19 +350,26 @@ func TestDuplicateKeysInOwnMappings(t *testing.T) {
 		want string // "" for no problem
 	}{
 		{name: "message language", doc: "rules: [{name: d, action: deny, message: {en: FIRST, en: SECOND}}]",
-			want: `t.yaml:1: rules[0].message.en: duplicate key "en"`},
+			want: `t.yaml:1: rules[0].message.en: duplicate key "en" (the first is at line 1)`},
 		{name: "message language quoted", doc: "rules:\n  - name: d\n    action: deny\n    message:\n      en: FIRST\n      \"en\": SECOND",
-			want: `t.yaml:6: rules[0].message.en: duplicate key "en"`},
+			want: `t.yaml:6: rules[0].message.en: duplicate key "en" (the first is at line 5)`},
 		{name: "message language three times", doc: "rules:\n  - name: d\n    action: deny\n    message:\n      en: A\n      en: B\n      en: C",
-			want: "t.yaml:6: rules[0].message.en: duplicate key \"en\"\nt.yaml:7: rules[0].message.en: duplicate key \"en\""},
+			want: "t.yaml:6: rules[0].message.en: duplicate key \"en\" (the first is at line 5)\nt.yaml:7: rules[0].message.en: duplicate key \"en\" (the first is at line 5)"},
 		{name: "parameter value", doc: "routes: [{name: r, path: '/{t}', upstream: api, params: {t: {image: images, image: audio}}}]",
-			want: `t.yaml:1: routes[0].params.t.image: duplicate key "image"`},
+			want: `t.yaml:1: routes[0].params.t.image: duplicate key "image" (the first is at line 1)`},
 		{name: "message in an environment", env: "production",
 			doc:  "rules: [{name: d, action: deny, message: x}]\nenvironments:\n  production:\n    rules:\n      - name: d\n        message: {es: uno, es: dos}",
-			want: `t.yaml:6: environments.production.rules[0].message.es: duplicate key "es"`},
+			want: `t.yaml:6: environments.production.rules[0].message.es: duplicate key "es" (the first is at line 6)`},
 		{name: "message in an environment not applied",
 			doc:  "rules: [{name: d, action: deny, message: x}]\nenvironments:\n  production:\n    rules:\n      - name: d\n        message: {es: uno, es: dos}",
-			want: `t.yaml:6: environments.production.rules[0].message.es: duplicate key "es"`},
+			want: `t.yaml:6: environments.production.rules[0].message.es: duplicate key "es" (the first is at line 6)`},
+
+		// A block pasted from another file (decide.md's client_ip and
+		// decide) into one that has its own client_ip.
+		{name: "top-level section twice", doc: "client_ip:\n  trusted_proxies: [10.0.0.5]\nmode: enforce\nclient_ip:\n  trusted_proxies: [127.0.0.1]",
+			want: `t.yaml:4: client_ip: duplicate key "client_ip" (the first is at line 1)`},
+		{name: "environments twice", doc: "environments: {a: {mode: enforce}}\nenvironments: {b: {mode: enforce}}",
+			want: `t.yaml:2: environments: duplicate key "environments" (the first is at line 1)`},
 
 		{name: "languages differing in case", doc: "rules: [{name: d, action: deny, message: {pt-BR: a, pt-br: b}}]"},
 		{name: "a value twice under two keys", doc: "routes: [{name: r, path: '/{t}', upstream: api, params: {t: {image: x, audio: x}}}]"},
