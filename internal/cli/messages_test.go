@@ -103,3 +103,28 @@ func TestServeStoreFlagChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestServeReportsAStoreURLAsValidateDoes: serve makes the store before it
+// compiles the rules, and a store.url it cannot use is still a problem of
+// the file, at its line with the forms allowed, as validate says it: not
+// the store package's error, which names neither the file nor the field.
+func TestServeReportsAStoreURLAsValidateDoes(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "store.yaml")
+	yaml := "upstreams: {api: {url: \"http://127.0.0.1:9\"}}\n" +
+		"store:\n  url: ${REDIS_URL:-memory}\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"REDIS_URL": "cache.internal:6379"}
+	want := cfg + ":3: store.url: url must start with redis://, rediss://, valkey:// or valkeys:// " +
+		"(allowed: memory, redis://host:port[/db], rediss://host:port, redis://host1:port1,host2:port2,…, valkey://…, valkeys://…)\n" +
+		cfg + ": 1 problem\n"
+	_, _, validated := run(t, env, "validate", "--config", cfg)
+	if validated != want {
+		t.Fatalf("validate: stderr:\n%s\nwant\n%s", validated, want)
+	}
+	code, _, stderr := run(t, env, "serve", "--config", cfg, "--listen", "127.0.0.1:0", "--admin-listen", "off", "--no-watch")
+	if code != 1 || stderr != want {
+		t.Errorf("serve: exit %d, stderr:\n%s\nwant exit 1 and, as validate:\n%s", code, stderr, want)
+	}
+}

@@ -110,6 +110,12 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	if err != nil {
 		return err
 	}
+	if len(problems) == 0 {
+		// The store is made before the gateway compiles (and validates)
+		// the file: a store.url it cannot use is a problem at its line,
+		// as validate says it, not the store's own error.
+		problems = f.Validate()
+	}
 	if len(problems) > 0 {
 		// What only compiling finds too: every problem at once, as
 		// validate prints them.
