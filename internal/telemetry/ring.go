@@ -329,14 +329,9 @@ func (rr *RingRules) AddAt(t time.Time, i int, o rules.Outcome) {
 	if row == nil {
 		return
 	}
-	r := rr.ring
-	b := r.bucketOf(t)
-	if cur := r.epoch.Load(); b > cur {
-		r.advance(b)
-	} else if b <= cur-RingBuckets {
-		return
+	if b, ok := rr.ring.bucketAt(t); ok {
+		row.counts[slot(b)][o].Add(1)
 	}
-	row.counts[slot(b)][o].Add(1)
 }
 
 // AddCandidate records that candidate limit c of rule i would have
@@ -361,14 +356,22 @@ func (rr *RingRules) AddCandidateAt(t time.Time, i, c int, o rules.Outcome) {
 	if rr == nil || i < 0 || i >= len(rr.cands) || c < 0 || c >= len(rr.cands[i]) {
 		return
 	}
-	r := rr.ring
+	if b, ok := rr.ring.bucketAt(t); ok {
+		rr.cands[i][c].counts[slot(b)][candidateSlot(o)].Add(1)
+	}
+}
+
+// bucketAt returns the bucket a count at t goes in, rotating the ring
+// when t is past its newest bucket, and false when t is older than the
+// ring's window.
+func (r *Ring) bucketAt(t time.Time) (int64, bool) {
 	b := r.bucketOf(t)
 	if cur := r.epoch.Load(); b > cur {
 		r.advance(b)
 	} else if b <= cur-RingBuckets {
-		return
+		return 0, false
 	}
-	rr.cands[i][c].counts[slot(b)][candidateSlot(o)].Add(1)
+	return b, true
 }
 
 // History is a copy of a Ring's contents.

@@ -14,8 +14,8 @@
 // Algorithm), not the key itself, so a counter takes 24 bytes of a hash
 // table, about 28 to 41 bytes a counter with the table's free slots. The
 // key is hashed with hash/maphash and a seed drawn per Store, so clients
-// cannot choose keys that collide (unless Options.Seed is set: see there). Two distinct counters share a hash with
-// probability 2⁻⁶⁴; with a million counters tracked, the chance that a
+// cannot choose keys that collide (unless Options.Seed is set: see
+// there). Two distinct counters share a hash with probability 2⁻⁶⁴; with a million counters tracked, the chance that a
 // new one lands on an existing one is about one in 18 trillion (10⁶/2⁶⁴),
 // and the effect would be that the two count together.
 //
