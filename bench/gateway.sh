@@ -22,7 +22,7 @@
 #                     window in the same Redis, one round trip per descriptor (two),
 #                     in front of floodgate's own server and forwarder; not in the
 #                     default TARGETS
-#   h1front, relay    measurement aids (below); not in the default TARGETS
+#   h1front, relay, relay_raw  measurement aids (below); not in the default TARGETS
 #
 # Throughput: wrk against each in turn, alternating, ROUNDS rounds; the
 # table shows each one's median, range, and ratios to the bare upstream and
@@ -47,10 +47,12 @@
 #   BENCH_PATH [/api/v1/score-sets/urn:mavedb:00000001-a-1]
 #   PORT_BASE [18080]: upstream +1, floodgate +0 (admin +10), nginx +2, haproxy +3, revproxy +4,
 #     fwdproxy +5, h1front +6, relay +7, floodgate_redis +8 (admin +11), redis_fixed_window +9,
-#     redis-server +12 (the fwdproxy, h1front and relay are measurement aids, not in the default
+#     redis-server +12, relay_raw +13 (the fwdproxy, h1front and relays are measurement aids, not in the default
 #     TARGETS: bench/fwdproxy is the forwarder alone behind net/http's server, bench/h1front the
 #     gateway behind a minimal, unsafe HTTP/1.1 loop instead of floodgate's own server,
-#     bench/relay a byte relay with no HTTP at all: the floor of a Go proxy here)
+#     bench/relay a byte relay with no HTTP at all: the floor of a Go proxy here; relay_raw
+#     the same relay reading and writing as floodgate does, internal/rawio: the floor of
+#     floodgate's own I/O)
 #   TARGETS ["direct floodgate nginx_limit_req haproxy revproxy"]
 #   LATENCY [1]: 0 skips the latency measurement
 #   GATEWAY_GODEBUG: GODEBUG for floodgate's processes only (to measure a runtime setting)
@@ -81,6 +83,7 @@ declare -A port=(
 	[direct]=$up_port [floodgate]=$base [nginx_limit_req]=$((base + 2))
 	[haproxy]=$((base + 3)) [revproxy]=$((base + 4)) [fwdproxy]=$((base + 5)) [h1front]=$((base + 6))
 	[relay]=$((base + 7)) [floodgate_redis]=$((base + 8)) [redis_fixed_window]=$((base + 9))
+	[relay_raw]=$((base + 13))
 )
 admin_port=$((base + 10))
 redis_admin_port=$((base + 11))
@@ -187,6 +190,11 @@ for t in "${targets[@]}"; do
 	relay)
 		GOMAXPROCS=1 "$dir/relay" -listen "127.0.0.1:${port[$t]}" -upstream "127.0.0.1:$up_port" \
 			>"$dir/relay.log" 2>&1 &
+		pids+=($!) tpid[$t]=$!
+		;;
+	relay_raw)
+		GOMAXPROCS=1 "$dir/relay" -raw -listen "127.0.0.1:${port[$t]}" -upstream "127.0.0.1:$up_port" \
+			>"$dir/relay-raw.log" 2>&1 &
 		pids+=($!) tpid[$t]=$!
 		;;
 	*)

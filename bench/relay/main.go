@@ -8,17 +8,25 @@
 // run. bench/gateway.sh runs it as the relay target, to show how much of
 // a request's cost is Go's runtime and the kernel, and how much is
 // floodgate's code (docs/benchmarks.md, "A request's profile today").
+//
+// With -raw it reads and writes as floodgate does (internal/rawio: raw
+// system calls, and the held read before the client's next request), so
+// that it is the floor of floodgate's own I/O: bench/gateway.sh runs it
+// as the relay_raw target.
 package main
 
 import (
 	"flag"
 	"log"
 	"net"
+
+	"github.com/floodgate/floodgate/internal/rawio"
 )
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:18087", "listen address")
 	upstream := flag.String("upstream", "127.0.0.1:18081", "upstream address (host:port)")
+	raw := flag.Bool("raw", false, "read and write as floodgate does (internal/rawio)")
 	flag.Parse()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -29,11 +37,11 @@ func main() {
 		if err != nil {
 			log.Fatalf("relay: %v", err)
 		}
-		go relay(c, *upstream)
+		go relay(c, *upstream, *raw)
 	}
 }
 
-func relay(c net.Conn, upstream string) {
+func relay(c net.Conn, upstream string, raw bool) {
 	defer c.Close()
 	u, err := net.Dial("tcp", upstream)
 	if err != nil {
@@ -41,8 +49,16 @@ func relay(c net.Conn, upstream string) {
 		return
 	}
 	defer u.Close()
+	var next interface{ AwaitNext() }
+	if raw {
+		c, u = rawio.Wrap(c), rawio.Wrap(u)
+		next, _ = c.(interface{ AwaitNext() })
+	}
 	buf := make([]byte, 16<<10)
 	for {
+		if next != nil {
+			next.AwaitNext()
+		}
 		n, err := c.Read(buf)
 		if err != nil {
 			return
