@@ -196,9 +196,21 @@ func TestKubernetes(t *testing.T) {
 		}
 	}
 	selects("the Deployment", d.Spec.Selector)
-	if d.Spec.Replicas == nil || *d.Spec.Replicas < 2 {
-		t.Fatalf("replicas unset or below 2: want at least 2")
+	// The autoscaler owns the replica count: a count in the manifest
+	// would put it back at every kubectl apply, undoing what the
+	// autoscaler chose (under load, back down to the fixed count). Its
+	// minReplicas keeps two running, for availability.
+	h := m.hpa.Spec
+	if h.ScaleTargetRef != (autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name}) {
+		t.Errorf("HorizontalPodAutoscaler scales %+v, not the Deployment %s", h.ScaleTargetRef, d.Name)
 	}
+	if d.Spec.Replicas != nil {
+		t.Errorf("the Deployment sets replicas: %d: every kubectl apply would reset the count the HorizontalPodAutoscaler chose; leave it to the autoscaler's minReplicas", *d.Spec.Replicas)
+	}
+	if h.MinReplicas == nil || *h.MinReplicas < 2 || h.MaxReplicas < *h.MinReplicas || len(h.Metrics) == 0 {
+		t.Fatalf("HorizontalPodAutoscaler min %v max %d metrics %d: want at least 2 (a rollout, an eviction or a node failure leaves one serving), max ≥ min, a metric", h.MinReplicas, h.MaxReplicas, len(h.Metrics))
+	}
+	minReplicas := *h.MinReplicas
 	if len(pod.Containers) != 1 {
 		t.Fatalf("%d containers, want 1", len(pod.Containers))
 	}
@@ -445,15 +457,8 @@ func TestKubernetes(t *testing.T) {
 		t.Errorf("Service ports %v: want http and admin", servicePorts)
 	}
 	selects("the PodDisruptionBudget", m.pdb.Spec.Selector)
-	if mu := m.pdb.Spec.MaxUnavailable; mu == nil || mu.IntValue() < 1 || int32(mu.IntValue()) >= *d.Spec.Replicas {
-		t.Errorf("PodDisruptionBudget maxUnavailable = %v: want one replica at a time, leaving at least one of %d", mu, *d.Spec.Replicas)
-	}
-	h := m.hpa.Spec
-	if h.ScaleTargetRef != (autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name}) {
-		t.Errorf("HorizontalPodAutoscaler scales %+v, not the Deployment %s", h.ScaleTargetRef, d.Name)
-	}
-	if h.MinReplicas == nil || *h.MinReplicas < 2 || h.MaxReplicas < *h.MinReplicas || len(h.Metrics) == 0 {
-		t.Errorf("HorizontalPodAutoscaler min %v max %d metrics %d: want at least 2, max ≥ min, a metric", h.MinReplicas, h.MaxReplicas, len(h.Metrics))
+	if mu := m.pdb.Spec.MaxUnavailable; mu == nil || mu.IntValue() < 1 || int32(mu.IntValue()) >= minReplicas {
+		t.Errorf("PodDisruptionBudget maxUnavailable = %v: want one replica at a time, leaving at least one of the autoscaler's %d", mu, minReplicas)
 	}
 	if len(h.Metrics) > 0 && h.Metrics[0].Resource != nil && h.Metrics[0].Resource.Name == corev1.ResourceCPU {
 		if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
