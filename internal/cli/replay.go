@@ -166,13 +166,29 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 // algorithm replaced by alg when it is set. On problems it prints every
 // one and returns errReported.
 //
-// Replay reads no credential: a variable the file refers to only in
-// credential fields (credentialField) may be unset, and stands in as
-// standIn, so that production's rules replay without production's
-// secrets.
+// Replay reads no credential and connects to no store: a variable the
+// file refers to only in credential fields (credentialField) or in store
+// settings replay does not read (unreadStore) may be unset. It stands in
+// as standIn, and a store setting that refers to one is then left as
+// unreadStore says (store.url: memory), so that production's rules replay
+// without production's secrets.
 func loadReplayConfig(env environ, file, envName, alg string) (*rules.Set, *config.Config, error) {
 	f, err := config.Load(file, envName, env.lookup)
-	if names := credentialsOnly(f); len(names) > 0 {
+	if names := unreadOnly(f); len(names) > 0 {
+		var credentials, store, storeFields []string
+		for _, name := range names {
+			fields := slices.DeleteFunc(f.MissingVariableFields(name), credentialField)
+			if len(fields) == 0 {
+				credentials = append(credentials, name)
+				continue
+			}
+			store = append(store, name)
+			for _, p := range fields {
+				if !slices.Contains(storeFields, p) {
+					storeFields = append(storeFields, p)
+				}
+			}
+		}
 		lookup := func(k string) (string, bool) {
 			if v, ok := env.lookup(k); ok || !slices.Contains(names, k) {
 				return v, ok
@@ -180,8 +196,19 @@ func loadReplayConfig(env environ, file, envName, alg string) (*rules.Set, *conf
 			return standIn, true
 		}
 		f, err = config.Load(file, envName, lookup)
-		fmt.Fprintf(env.stderr, "floodgate replay: %s: %s not set: replay reads no credential and needs none\n",
-			file, strings.Join(names, ", "))
+		if f != nil {
+			for _, p := range storeFields {
+				unreadStore[p](&f.Config.Store)
+			}
+		}
+		if len(credentials) > 0 {
+			fmt.Fprintf(env.stderr, "floodgate replay: %s: %s not set: replay reads no credential and needs none\n",
+				file, strings.Join(credentials, ", "))
+		}
+		if len(store) > 0 {
+			fmt.Fprintf(env.stderr, "floodgate replay: %s: %s not set: replay counts in memory and connects to no store (%s)\n",
+				file, strings.Join(store, ", "), strings.Join(storeFields, ", "))
+		}
 	}
 	var problems config.Problems
 	if err != nil && (!errors.As(err, &problems) || f == nil) {
@@ -208,21 +235,32 @@ func loadReplayConfig(env environ, file, envName, alg string) (*rules.Set, *conf
 }
 
 // standIn is the value of an unset variable that a configuration file
-// uses only in credential fields, for a replay: long enough for every one
-// of them (sessions.secret wants 32 bytes), never used.
+// uses only in fields replay does not read: long enough for every
+// credential field (sessions.secret wants 32 bytes), never used.
 const standIn = "unset-for-replay-which-reads-no-credential-0123456789"
 
-// credentialsOnly returns the variables that f refers to, unset and
-// without a default, only in credential fields.
-func credentialsOnly(f *config.File) []string {
+// unreadOnly returns the variables that f refers to, unset and without a
+// default, only in fields that replay does not read: credentials
+// (credentialField) and store settings (unreadStore).
+func unreadOnly(f *config.File) []string {
 	var names []string
 	for _, name := range f.MissingVariables() {
 		fields := f.MissingVariableFields(name)
-		if len(fields) > 0 && !slices.ContainsFunc(fields, func(p string) bool { return !credentialField(p) }) {
+		if len(fields) > 0 && !slices.ContainsFunc(fields, func(p string) bool { return !credentialField(p) && unreadStore[p] == nil }) {
 			names = append(names, name)
 		}
 	}
 	return names
+}
+
+// unreadStore are the store settings replay does not read, each with how
+// to leave it when a variable it refers to is unset: replay counts in its
+// own memory, with no round trip, whatever store.url names.
+// store.max_keys bounds that memory, and store.failure_policy is the
+// rules' default policy: replay reads those.
+var unreadStore = map[string]func(*config.Store){
+	"store.url":     func(s *config.Store) { s.URL = config.StoreMemory },
+	"store.timeout": func(s *config.Store) { s.Timeout = "" }, // the default
 }
 
 // credentialField reports whether the field at path holds a credential,

@@ -463,3 +463,48 @@ func TestReplayUnreplayableRules(t *testing.T) {
 		t.Errorf("exit code %d, want 1 with the reasons; stdout:\n%s\nstderr:\n%s", code, out, stderr)
 	}
 }
+
+// TestReplayWithoutStoreVariables: replay counts in its own memory and
+// connects to no store, so a variable that the file uses only in
+// store.url (production's Redis password, or its whole URL) or
+// store.timeout may be unset
+// for a replay, as the credentials may; serve and validate, which need
+// the store, still refuse the file and name the variable.
+func TestReplayWithoutStoreVariables(t *testing.T) {
+	for _, url := range []string{"redis://:${SOME_UNSET_VAR}@127.0.0.1:6379/0", "${SOME_UNSET_VAR}"} {
+		cfg := filepath.Join(t.TempDir(), "floodgate.yaml")
+		conf := `
+listen: 127.0.0.1:0
+admin: {listen: "off"}
+store: {url: "` + url + `", timeout: "${STORE_TIMEOUT}", max_keys: 4096}
+upstreams: {api: {url: "http://127.0.0.1:9", auth: {type: header, header_value: "Bearer ${API_TOKEN}"}}}
+rules:
+  - {name: per-ip, limits: [20/1m]}
+`
+		if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, out, stderr := run(t, nil, "replay", "--config", cfg, "--json", excerptLog)
+		if code != 0 {
+			t.Fatalf("store.url %s: replay exit code %d, want 0\n%s", url, code, stderr)
+		}
+		var v map[string]any
+		if err := json.Unmarshal([]byte(out), &v); err != nil {
+			t.Fatalf("store.url %s: %v\n%s", url, err, out)
+		}
+		if rules := v["rules"].([]any); len(rules) != 1 || rules[0].(map[string]any)["name"] != "per-ip" || v["requests"].(float64) == 0 {
+			t.Errorf("store.url %s: %v requests, rules %v; want the log's requests through per-ip", url, v["requests"], rules)
+		}
+		for _, want := range []string{"SOME_UNSET_VAR, STORE_TIMEOUT not set: replay counts in memory and connects to no store", "API_TOKEN not set: replay reads no credential"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("store.url %s: stderr does not say %q:\n%s", url, want, stderr)
+			}
+		}
+		for _, cmd := range [][]string{{"validate", "--config", cfg}, {"serve", "--config", cfg}} {
+			code, _, stderr := run(t, map[string]string{"API_TOKEN": "t"}, cmd...)
+			if code == 0 || !strings.Contains(stderr, "SOME_UNSET_VAR is not set") {
+				t.Errorf("store.url %s: %s: exit code %d, want a failure naming SOME_UNSET_VAR:\n%s", url, cmd[0], code, stderr)
+			}
+		}
+	}
+}
