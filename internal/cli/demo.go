@@ -46,8 +46,6 @@ func runDemo(ctx context.Context, env environ, args []string) error {
 	}
 	clientID, clientSecret := "demo-frontend", randomHex(24)
 	vars := map[string]string{
-		"FLOODGATE_LISTEN":            *listen,
-		"FLOODGATE_ADMIN_LISTEN":      *adminListen,
 		"FLOODGATE_INTERNAL_LISTEN":   config.ListenOff,
 		"FLOODGATE_API_UPSTREAM":      "http://" + apiAddr,
 		"FLOODGATE_FRONTEND_UPSTREAM": "http://" + frontAddr,
@@ -61,6 +59,7 @@ func runDemo(ctx context.Context, env environ, args []string) error {
 	denv.lookup = func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
 	sf := serveFlags{
 		file: "examples/openverse.yaml (built in)", env: "production", data: examples.Openverse,
+		listen: *listen, adminListen: *adminListen,
 		edit: func(c *config.Config) {
 			if !*logOnly {
 				c.Mode = config.ModeEnforce

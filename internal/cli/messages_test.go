@@ -128,3 +128,47 @@ func TestServeReportsAStoreURLAsValidateDoes(t *testing.T) {
 		t.Errorf("serve: exit %d, stderr:\n%s\nwant exit 1 and, as validate:\n%s", code, stderr, want)
 	}
 }
+
+// TestServeListenFlagsChecked: a listen address given on the command line
+// that floodgate cannot use, or that collides with another listener, is a
+// mistake on the command line, said as validate says one in the file and
+// naming the flag, since the file is not where it is (its line may well
+// hold the right address).
+func TestServeListenFlagsChecked(t *testing.T) {
+	const example = "../../examples/mavedb.yaml" // listen 127.0.0.1:8080, admin.listen 127.0.0.1:9090
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "nonsense"}, `--listen: "nonsense" is not host:port (missing port), such as 127.0.0.1:8080 or :8080`},
+		{[]string{"--listen", "127.0.0.1:99999"}, `--listen: "127.0.0.1:99999" is not host:port (port "99999" is not a number from 0 to 65535), such as 127.0.0.1:8080 or :8080`},
+		{[]string{"--admin-listen", "admin"}, `--admin-listen: "admin" is not host:port (missing port), such as 127.0.0.1:9090, nor "off"`},
+		{[]string{"--internal-listen", "internal"}, `--internal-listen: "internal" is neither host:port (missing port) nor unix:/path/to.sock`},
+		{[]string{"--admin-listen", "127.0.0.1:8080"}, `--admin-listen: "127.0.0.1:8080" is also the public listen address`},
+		{[]string{"--listen", "127.0.0.1:7000", "--admin-listen", "127.0.0.1:7000"}, `--admin-listen: "127.0.0.1:7000" is also the public listen address`},
+		{[]string{"--internal-listen", "127.0.0.1:9090"}, `--internal-listen: "127.0.0.1:9090" is also the public or admin listen address`},
+	} {
+		code, _, stderr := run(t, map[string]string{"FLOODGATE_UPSTREAM": "http://127.0.0.1:9"},
+			append([]string{"serve", "--config", example, "--no-watch"}, tc.args...)...)
+		if want := "floodgate serve: " + tc.want + "\n"; code != 2 || stderr != want {
+			t.Errorf("serve %s: exit %d, stderr:\n%s\nwant exit 2 and %q", strings.Join(tc.args, " "), code, stderr, want)
+		}
+	}
+}
+
+// TestDemoListenFlagsChecked: demo's listen flags are command-line
+// mistakes too, not problems of its built-in configuration.
+func TestDemoListenFlagsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "nonsense"}, `--listen: "nonsense" is not host:port (missing port), such as 127.0.0.1:8080 or :8080`},
+		{[]string{"--admin-listen", "127.0.0.1:8080"}, `--admin-listen: "127.0.0.1:8080" is also the public listen address`},
+	} {
+		code, _, stderr := run(t, nil, append([]string{"demo"}, tc.args...)...)
+		if want := "floodgate demo: " + tc.want + "\n"; code != 2 || stderr != want {
+			t.Errorf("demo %s: exit %d, stderr:\n%s\nwant exit 2 and %q", strings.Join(tc.args, " "), code, stderr, want)
+		}
+	}
+}

@@ -87,14 +87,60 @@ func runServe(ctx context.Context, env environ, args []string) error {
 	if sf.file == "" {
 		return usageError{errors.New("--config is required")}
 	}
-	// The flag replaces store.url after the file is validated: check it
-	// as validate checks the file's.
-	if sf.store != "" {
-		if problem := config.CheckStoreURL(sf.store); problem != "" {
-			return usageError{fmt.Errorf("--store: %s (allowed: %s)", problem, strings.Join(config.StoreURLForms, ", "))}
+	return serve(ctx, env, sf, serveHooks{noWatch: *noWatch, sampleUp: *sampleUp})
+}
+
+// A flagOverride is a flag given that replaces a field of the file.
+type flagOverride struct{ flag, field, value string }
+
+// overrides are the flags given that replace fields of the file.
+func (sf serveFlags) overrides() []flagOverride {
+	var given []flagOverride
+	for _, o := range []flagOverride{
+		{"--listen", "listen", sf.listen},
+		{"--admin-listen", "admin.listen", sf.adminListen},
+		{"--internal-listen", "internal.listen", sf.internalListen},
+		{"--store", "store.url", sf.store},
+	} {
+		if o.value != "" {
+			given = append(given, o)
 		}
 	}
-	return serve(ctx, env, sf, serveHooks{noWatch: *noWatch, sampleUp: *sampleUp})
+	return given
+}
+
+// checkFlags checks the values of the flags given as Validate checks the
+// fields they replace. A value from the command line is a mistake there:
+// a usage error naming the flag, never a problem at the line of the
+// file's field, which may well be right.
+func (sf serveFlags) checkFlags() error {
+	for _, o := range sf.overrides() {
+		var problem string
+		var allowed []string
+		if o.field == "store.url" {
+			problem, allowed = config.CheckStoreURL(o.value), config.StoreURLForms
+		} else {
+			problem = config.ListenProblem(o.field, o.value)
+		}
+		if problem != "" {
+			return usageError{config.Problem{Field: o.flag, Msg: problem, Allowed: allowed}}
+		}
+	}
+	return nil
+}
+
+// flagProblem returns, as a usage error naming the flag, the first of
+// problems at a field that a flag replaced: what only the whole
+// configuration shows, such as an address another listener has.
+func (sf serveFlags) flagProblem(problems config.Problems) error {
+	for _, o := range sf.overrides() {
+		for _, p := range problems {
+			if p.Field == o.field {
+				return usageError{config.Problem{Field: o.flag, Msg: p.Msg, Allowed: p.Allowed}}
+			}
+		}
+	}
+	return nil
 }
 
 // serve runs the gateway until ctx ends or a listener fails.
@@ -106,6 +152,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
+	if err := sf.checkFlags(); err != nil {
+		return err
+	}
 	f, data, problems, err := sf.load(env)
 	if err != nil {
 		return err
@@ -117,6 +166,9 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		problems = f.Validate()
 	}
 	if len(problems) > 0 {
+		if err := sf.flagProblem(problems); err != nil {
+			return err
+		}
 		// What only compiling finds too: every problem at once, as
 		// validate prints them.
 		_, more := compileCheck(f)

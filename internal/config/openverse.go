@@ -111,11 +111,11 @@ func (v *validator) internal() {
 		}
 		return
 	}
-	if unixListenRe.MatchString(l) {
+	if problem := ListenProblem("internal.listen", l); problem != "" {
+		v.add("internal.listen", problem)
 		return
 	}
-	if err := checkListen(l); err != nil {
-		v.add("internal.listen", fmt.Sprintf("%q is neither host:port (%v) nor unix:/path/to.sock", l, err))
+	if unixListenRe.MatchString(l) {
 		return
 	}
 	if !strings.HasSuffix(l, ":0") && (l == v.c.Listen || l == v.c.Admin.Listen) {

@@ -164,17 +164,45 @@ const (
 	MaxRequestBufferBytes = 1 << 30
 )
 
+// ListenProblem returns what is wrong with addr as the address of the
+// listener at field: "listen", "admin.listen" (which may be "off") or
+// "internal.listen" (which may be "off" or unix:/path); "" when nothing
+// is. Validate reports it at the field, and `serve` at the flag that
+// overrides the field. Whether two listeners share an address is
+// Validate's alone.
+func ListenProblem(field, addr string) string {
+	switch field {
+	case "admin.listen":
+		if addr == ListenOff {
+			return ""
+		}
+		if err := checkListen(addr); err != nil {
+			return fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:9090, nor \"off\"", addr, err)
+		}
+	case "internal.listen":
+		if addr == ListenOff || unixListenRe.MatchString(addr) {
+			return ""
+		}
+		if err := checkListen(addr); err != nil {
+			return fmt.Sprintf("%q is neither host:port (%v) nor unix:/path/to.sock", addr, err)
+		}
+	default:
+		if err := checkListen(addr); err != nil {
+			return fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:8080 or :8080", addr, err)
+		}
+	}
+	return ""
+}
+
 func (v *validator) top() {
 	v.oneOf("mode", "mode", v.c.Mode, modes)
-	if err := checkListen(v.c.Listen); err != nil {
-		v.add("listen", fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:8080 or :8080", v.c.Listen, err))
+	if problem := ListenProblem("listen", v.c.Listen); problem != "" {
+		v.add("listen", problem)
 	}
-	if l := v.c.Admin.Listen; l != ListenOff {
-		if err := checkListen(l); err != nil {
-			v.add("admin.listen", fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:9090, nor \"off\"", l, err))
-		} else if l == v.c.Listen && !strings.HasSuffix(l, ":0") {
-			v.add("admin.listen", fmt.Sprintf("%q is also the public listen address", l))
-		}
+	if problem := ListenProblem("admin.listen", v.c.Admin.Listen); problem != "" {
+		v.add("admin.listen", problem)
+	} else if l := v.c.Admin.Listen; l != ListenOff && l == v.c.Listen && !strings.HasSuffix(l, ":0") {
+		v.add("admin.listen", fmt.Sprintf("%q is also the public listen address", l))
 	}
 	if t := v.c.Admin.Token; t != "" && len(t) < 16 {
 		v.add("admin.token", "the token is too short to be a secret: use at least 16 characters (such as the output of `openssl rand -hex 16`)")
