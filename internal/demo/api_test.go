@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/oauth2"
 
+	"github.com/floodgate/floodgate/internal/forward"
 	"github.com/floodgate/floodgate/internal/upstreamauth"
 )
 
@@ -270,10 +271,21 @@ func TestUpstreamAuth(t *testing.T) {
 			if _, err := src.Token(context.Background()); err != nil {
 				t.Fatalf("Token: %v", err)
 			}
-			client := &http.Client{Transport: &upstreamauth.Transport{Source: src, Base: s.Client().Transport}}
-			req, _ := http.NewRequest(http.MethodGet, s.URL+"/v1/images/?q=cat", nil)
+			// The gateway's way to an http upstream: the lean forwarder.
+			u, _ := url.Parse(s.URL)
+			f, err := forward.New(u, forward.Options{Credential: upstreamauth.Bearer(src), OnError: func(w http.ResponseWriter, r *http.Request, err error) {
+				t.Errorf("forwarding: %v", err)
+				w.WriteHeader(http.StatusBadGateway)
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := httptest.NewServer(f)
+			defer gw.Close()
+			defer f.CloseIdle()
+			req, _ := http.NewRequest(http.MethodGet, gw.URL+"/v1/images/?q=cat", nil)
 			req.Header.Set("Cookie", "ovSession=abc")
-			resp, err := client.Do(req)
+			resp, err := gw.Client().Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

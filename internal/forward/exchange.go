@@ -26,6 +26,9 @@ type exchange struct {
 	r   *http.Request
 	ctx context.Context
 	now int64 // when the request was written, or about then (monoNow)
+	// cred is floodgate's credential to send the request with; its name
+	// is empty for none.
+	cred authField
 	// watched is set while the Forwarder's watchdog watches the
 	// connection (for ctx ending, and for the response head's deadline).
 	watched bool
@@ -37,22 +40,32 @@ type exchange struct {
 	pending bool
 }
 
+// An outcome is how an exchange ended.
+type outcome uint8
+
+const (
+	served  outcome = iota // answered, through OnError or OnBodyError if need be
+	resend                 // to be sent again on a new connection
+	refused                // the upstream answered 401 to floodgate's credential; nothing was written to w
+)
+
 // run sends the request and copies the response to w, or answers through
-// OnError. It reports whether the request is to be sent again on a new
-// connection: only when mayRetry and c turned out to be closed before any
-// of the response arrived.
-func (x *exchange) run(mayRetry bool) (retry bool) {
+// OnError. It returns resend when the request is to be sent again on a
+// new connection: only when mayRetry and c turned out to be closed before
+// any of the response arrived; refused when the upstream refused the
+// credential it carried.
+func (x *exchange) run(mayRetry bool) outcome {
 	c := x.c
 	x.f.watch.add(x.ctx, c, x.now)
 	x.watched = true
 	werr, lerr := x.send()
 	if lerr != nil {
 		x.fail(lerr)
-		return false
+		return served
 	}
 	if werr != nil && mayRetry && x.ctx.Err() == nil {
 		x.close()
-		return true
+		return resend
 	}
 	none, err := x.readHead()
 	if err != nil {
@@ -62,16 +75,20 @@ func (x *exchange) run(mayRetry bool) (retry bool) {
 			err = werr // no response came after the failed write either
 		} else if none && mayRetry && x.ctx.Err() == nil && !isTimeout(err) {
 			x.close()
-			return true
+			return resend
 		}
 		x.fail(err)
-		return false
+		return served
 	}
 	h := &c.head
 	fr, err := h.framing(x.r.Method)
 	if err != nil {
 		x.fail(err)
-		return false
+		return served
+	}
+	if h.status == http.StatusUnauthorized && x.cred.name != "" {
+		x.discard(&fr, werr)
+		return refused
 	}
 	if !x.writeHeaderLines(&fr) {
 		x.copyHeader(&fr)
@@ -99,10 +116,24 @@ func (x *exchange) run(mayRetry bool) (retry bool) {
 			fn(x.w, x.r, err)
 		}
 		x.abort()
-		return false
+		return served
 	}
 	x.done(!fr.close && werr == nil)
-	return false
+	return served
+}
+
+// discard ends an exchange whose response is not passed on (a refusal of
+// floodgate's credential): a body that came whole with the head is
+// skipped and the connection pooled, as after any response; otherwise the
+// connection is closed rather than read on.
+func (x *exchange) discard(fr *framing, werr error) {
+	br := x.c.br
+	if fr.chunked || fr.length < 0 || fr.length > int64(br.Buffered()) {
+		x.close()
+		return
+	}
+	br.Discard(int(fr.length))
+	x.done(!fr.close && werr == nil)
 }
 
 func cmpOr(a, b error) error {
@@ -158,8 +189,9 @@ func (x *exchange) writeHead(n int64) error {
 	bw.WriteString(x.f.host)
 	bw.WriteString("\r\n")
 	conn := r.Header["Connection"]
+	drop := x.f.drop
 	for k, vv := range r.Header {
-		if skipRequestField(k) || (len(conn) > 0 && listed(conn, k)) {
+		if skipRequestField(k) || (len(conn) > 0 && listed(conn, k)) || dropped(drop, k) {
 			continue
 		}
 		if !validName(k) {
@@ -175,8 +207,20 @@ func (x *exchange) writeHead(n int64) error {
 			bw.WriteString("\r\n")
 		}
 	}
+	// Floodgate's credential takes the place of a field of the same name,
+	// even one the forwarding writes.
+	cred := x.cred.name
+	if cred != "" {
+		if !validValue(x.cred.value) {
+			return fmt.Errorf("forward: invalid header field value for %q", cred)
+		}
+		bw.WriteString(cred)
+		bw.WriteString(": ")
+		bw.WriteString(x.cred.value)
+		bw.WriteString("\r\n")
+	}
 	// httputil.ReverseProxy sends the client's User-Agent, or none.
-	if ua := r.Header["User-Agent"]; len(ua) > 0 && ua[0] != "" && (len(conn) == 0 || !listed(conn, "User-Agent")) {
+	if ua := r.Header["User-Agent"]; len(ua) > 0 && ua[0] != "" && (len(conn) == 0 || !listed(conn, "User-Agent")) && cred != "User-Agent" {
 		if !validValue(ua[0]) {
 			return errors.New(`forward: invalid header field value for "User-Agent"`)
 		}
@@ -187,7 +231,7 @@ func (x *exchange) writeHead(n int64) error {
 	if te := r.Header["Te"]; len(te) > 0 && hasToken(te, "trailers") {
 		bw.WriteString("Te: trailers\r\n")
 	}
-	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+	if ip, _, err := net.SplitHostPort(r.RemoteAddr); err == nil && cred != "X-Forwarded-For" {
 		bw.WriteString("X-Forwarded-For: ")
 		for _, v := range r.Header["X-Forwarded-For"] {
 			if !validValue(v) {
@@ -202,11 +246,16 @@ func (x *exchange) writeHead(n int64) error {
 	if !validValue(r.Host) {
 		return errors.New("forward: invalid Host")
 	}
-	bw.WriteString("X-Forwarded-Host: ")
-	bw.WriteString(r.Host)
-	bw.WriteString("\r\nX-Forwarded-Proto: ")
-	bw.WriteString(forwardedProto(r))
-	bw.WriteString("\r\n")
+	if cred != "X-Forwarded-Host" {
+		bw.WriteString("X-Forwarded-Host: ")
+		bw.WriteString(r.Host)
+		bw.WriteString("\r\n")
+	}
+	if cred != "X-Forwarded-Proto" {
+		bw.WriteString("X-Forwarded-Proto: ")
+		bw.WriteString(forwardedProto(r))
+		bw.WriteString("\r\n")
+	}
 	switch {
 	case n > 0:
 		bw.WriteString("Content-Length: ")
@@ -452,7 +501,7 @@ func (x *exchange) inform() {
 	added := map[string]bool{} // 1xx responses are rare: a map keeps this linear
 	for _, f := range h.fields {
 		name := string(h.name(f))
-		if hopByHop(name) {
+		if hopByHop(name) || dropped(x.f.strip, name) {
 			continue
 		}
 		if _, ok := dst[name]; ok && !added[name] {
@@ -504,6 +553,8 @@ func (x *exchange) writeHeaderLines(fr *framing) bool {
 			continue
 		case string(name) == "Content-Length":
 			continue // fr.declared
+		case droppedBytes(x.f.strip, name):
+			continue
 		}
 		b = append(b, name...)
 		b = append(b, ": "...)
@@ -549,7 +600,7 @@ func (x *exchange) copyHeader(fr *framing) {
 				dst["Trailer"] = append(dst["Trailer"], v)
 			}
 			continue
-		case connTokens != nil && inTokens(connTokens, name):
+		case connTokens != nil && inTokens(connTokens, name), dropped(x.f.strip, name):
 			continue
 		case name == "Content-Length" && (fr.chunked || len(dst["Content-Length"]) > 0):
 			// Dropped under chunked; framing has checked that repeated
@@ -759,6 +810,9 @@ func (x *exchange) copyChunked() error {
 	}
 	dst := x.w.Header()
 	for _, f := range h.fields {
+		if droppedBytes(x.f.strip, h.name(f)) {
+			continue
+		}
 		k := http.TrailerPrefix + string(h.name(f))
 		dst[k] = append(dst[k], string(h.value(f)))
 	}

@@ -18,7 +18,8 @@
 //
 // Requests it does not handle itself (protocol upgrades such as WebSocket,
 // CONNECT, Expect: 100-continue, declared request trailers) go to an
-// internal httputil.ReverseProxy configured the same way.
+// internal httputil.ReverseProxy configured the same way, with the same
+// Credential (floodgate's own, in place of the client's) when it has one.
 package forward
 
 import (
@@ -74,6 +75,9 @@ type Options struct {
 	// on a pooled connection before its next use. The connection is
 	// closed. It must not block.
 	OnUnsolicited func()
+	// Credential, if set, is floodgate's own credential to the upstream,
+	// sent in place of the client's (see Credential).
+	Credential Credential
 }
 
 // Reuse is what requests a pooled upstream connection may carry. What it
@@ -151,10 +155,14 @@ type Forwarder struct {
 	basePath string // target path, when not "" or "/"
 	baseRaw  string // its escaped form
 	o        Options
-	dialer   net.Dialer
-	fallback *httputil.ReverseProxy
-	pool     pool
-	watch    watchdog
+	// drop and strip are the request fields not forwarded and the
+	// response fields not passed on because of o.Credential.
+	drop, strip []string
+	dialer      net.Dialer
+	fallback    *httputil.ReverseProxy
+	fallbackTr  *http.Transport // the fallback's
+	pool        pool
+	watch       watchdog
 }
 
 var _ http.Handler = (*Forwarder)(nil)
@@ -206,16 +214,20 @@ func New(target *url.URL, o Options) (*Forwarder, error) {
 	if target.Path != "" && target.Path != "/" {
 		f.basePath, f.baseRaw = target.Path, target.EscapedPath()
 	}
+	if o.Credential != nil {
+		f.drop, f.strip = o.Credential.Fields()
+	}
 	f.pool.init(o.MaxIdleConns, o.IdleTimeout)
 	f.pool.unsolicited = o.OnUnsolicited
 	f.watch.tick = watchTick(o.ResponseHeaderTimeout)
-	f.fallback = newReverseProxy(target, o, &f.dialer)
+	f.fallback, f.fallbackTr = newReverseProxy(target, o, &f.dialer)
 	return f, nil
 }
 
 // newReverseProxy returns the ReverseProxy that serves what the Forwarder
-// does not: set up as internal/proxy.NewUpstream sets up its own.
-func newReverseProxy(u *url.URL, o Options, d *net.Dialer) *httputil.ReverseProxy {
+// does not, and its transport: set up as internal/proxy.NewUpstream sets
+// up its own, with the Forwarder's credential.
+func newReverseProxy(u *url.URL, o Options, d *net.Dialer) (*httputil.ReverseProxy, *http.Transport) {
 	tr := &http.Transport{
 		Proxy:                 nil, // upstreams are addressed directly
 		DialContext:           d.DialContext,
@@ -234,12 +246,16 @@ func newReverseProxy(u *url.URL, o Options, d *net.Dialer) *httputil.ReverseProx
 		// trailers here).
 		DisableKeepAlives: o.Reuse != ReuseShared,
 	}
+	var rt http.RoundTripper = tr
+	if o.Credential != nil {
+		rt = &Transport{Credential: o.Credential, Base: tr}
+	}
 	return &httputil.ReverseProxy{
 		Rewrite:      Rewrite(u),
-		Transport:    tr,
+		Transport:    rt,
 		BufferPool:   BufferPool{},
 		ErrorHandler: o.OnError,
-	}
+	}, tr
 }
 
 // Rewrite returns the httputil.ReverseProxy rewrite that does what a
@@ -293,9 +309,7 @@ func forwardedProto(r *http.Request) string {
 // are pooled again when their requests end.
 func (f *Forwarder) CloseIdle() {
 	f.pool.closeIdle()
-	if tr, ok := f.fallback.Transport.(*http.Transport); ok {
-		tr.CloseIdleConnections()
-	}
+	f.fallbackTr.CloseIdleConnections()
 }
 
 // ServeHTTP forwards r to the upstream and copies the response to w.
@@ -305,6 +319,14 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
+	var cred authField
+	if c := f.o.Credential; c != nil {
+		var err error
+		if cred.name, cred.value, err = c.Authorize(r); err != nil {
+			f.o.OnError(w, r, err) // nothing was sent
+			return
+		}
+	}
 	// A request without a body that is safe to repeat is sent again, on a
 	// new connection, when a pooled connection turns out to be closed
 	// before any of the response arrived, as net/http's Transport does.
@@ -314,6 +336,7 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.o.Reuse == ReusePerClient {
 		owner = ClientConn(r)
 	}
+	first := true // of the credential's refusals
 	for attempt := 0; ; attempt++ {
 		var c *conn
 		if attempt == 0 {
@@ -335,12 +358,30 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			now = monoNow()
 		}
 		c.owner = owner
-		x := exchange{f: f, c: c, w: w, r: r, ctx: ctx, now: now}
-		if !x.run(replayable && c.reused) {
+		x := exchange{f: f, c: c, w: w, r: r, ctx: ctx, now: now, cred: cred}
+		switch x.run(replayable && c.reused) {
+		case served:
 			return
+		case refused:
+			// The upstream refused floodgate's credential: the request
+			// goes once more with another, on a connection as the first
+			// went, or is answered as the Credential says.
+			next, err := f.o.Credential.Refused(r, cred.value, first)
+			if err == nil && !first {
+				err = errRefusedAgain
+			}
+			if err != nil {
+				f.o.OnError(w, r, err)
+				return
+			}
+			cred.value, first, attempt = next, false, -1
+			now = monoNow()
 		}
 	}
 }
+
+// An authField is the header field of floodgate's credential on a request.
+type authField struct{ name, value string }
 
 // fallback reports whether r goes to the ReverseProxy.
 func fallback(r *http.Request) bool {

@@ -193,8 +193,8 @@ func newReference(t testing.TB, target string, el *errorLog) http.Handler {
 		ConnectTimeout: DefaultConnectTimeout, ResponseHeaderTimeout: DefaultResponseHeaderTimeout,
 		IdleTimeout: DefaultIdleTimeout, MaxIdleConns: DefaultMaxIdleConns, OnError: el.onError,
 	}
-	rp := newReverseProxy(u, o, &net.Dialer{Timeout: o.ConnectTimeout})
-	t.Cleanup(rp.Transport.(*http.Transport).CloseIdleConnections)
+	rp, tr := newReverseProxy(u, o, &net.Dialer{Timeout: o.ConnectTimeout})
+	t.Cleanup(tr.CloseIdleConnections)
 	return rp
 }
 

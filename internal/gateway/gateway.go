@@ -261,11 +261,13 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		// statusWriter.WriteHeader).
 		g.stripSession = g.sessions.m.StripSetCookie
 	}
-	wraps := map[string]func(http.RoundTripper) http.RoundTripper{}
+	creds := map[string]forward.Credential{}
 	for _, name := range sortedNames(c.Upstreams) {
-		w, src, err := authTransport(f, name, o, o.Shared)
+		cred, src, err := authCredential(f, name, o, o.Shared)
 		cp.add(config.JoinKey(config.JoinKey("upstreams", name), "auth"), err)
-		wraps[name] = w
+		if cred != nil {
+			creds[name] = cred
+		}
 		if src != nil {
 			g.tokens = append(g.tokens, upstreamToken{upstream: name, src: src})
 		}
@@ -288,7 +290,7 @@ func New(f *config.File, o Options) (*Gateway, config.Problems) {
 		onBodyError := func(w http.ResponseWriter, r *http.Request, err error) { g.upstreamFailed(w, r, err, name) }
 		up := proxy.NewUpstream(name, u, proxy.UpstreamOptions{
 			OnError: onError, OnBodyError: onBodyError, ConnectTimeout: t.connect, ResponseHeaderTimeout: t.header,
-			WrapTransport: wraps[name],
+			Credential:    creds[name],
 			Reuse:         reuseMode(c.Upstreams[name].ConnectionReuse),
 			OnUnsolicited: unsolicited(name, o),
 		})

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -53,5 +54,46 @@ upstreams:
 	}
 	if strings.Contains(body, "invalid key") || resp.Header.Get("WWW-Authenticate") != "" {
 		t.Errorf("the upstream's refusal of floodgate's credential reached the client: %q", body)
+	}
+}
+
+// TestCredentialedUpstreamKeepsAConnectionPerClient: an http upstream
+// with floodgate's own credential is served by the lean forwarder, which
+// can keep a connection to one client's requests: with connection_reuse
+// per_client, one client's requests share one upstream connection, each
+// with floodgate's credential and none of the client's. (Go's transport
+// cannot keep a connection to one client, and would use one for each.)
+func TestCredentialedUpstreamKeepsAConnectionPerClient(t *testing.T) {
+	var mu sync.Mutex
+	conns := map[string]int{} // requests per upstream connection
+	var sawClientAuth atomic.Bool
+	c := newCostHarness(t, `
+upstreams:
+  api:
+    url: "UPSTREAM"
+    connection_reuse: per_client
+    auth: {type: header, header_name: X-Api-Key, header_value: "floodgate-key-1"}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" || r.Header.Get("X-Api-Key") != "floodgate-key-1" {
+			sawClientAuth.Store(true)
+		}
+		mu.Lock()
+		conns[r.RemoteAddr]++
+		mu.Unlock()
+		io.WriteString(w, "ok")
+	}))
+	for i := range 3 {
+		resp, body := c.do("GET", "/q", "203.0.113.1", "Authorization", "Bearer client-token", "X-Api-Key", "client-key")
+		if resp.StatusCode != 200 || body != "ok" {
+			t.Fatalf("request %d: %d %q, want 200 ok", i+1, resp.StatusCode, body)
+		}
+	}
+	if sawClientAuth.Load() {
+		t.Errorf("the upstream saw the client's credentials, or not floodgate's")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 1 {
+		t.Errorf("one client's 3 requests came over %d upstream connections (%v), want 1", len(conns), conns)
 	}
 }

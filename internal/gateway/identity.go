@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/floodgate/floodgate/internal/config"
+	"github.com/floodgate/floodgate/internal/forward"
 	"github.com/floodgate/floodgate/internal/rules"
 	"github.com/floodgate/floodgate/internal/session"
 	"github.com/floodgate/floodgate/internal/telemetry"
@@ -222,19 +222,17 @@ func (ac *apiClients) fromBearer(h http.Header) (apiClient, bool) {
 	return c, ok
 }
 
-// authTransport returns the transport wrapper that gives requests to the
-// upstream name floodgate's own credentials, or nil when it has none, and
-// the token source of client credentials, or nil.
-func authTransport(f *config.File, name string, o Options, shared *Shared) (func(http.RoundTripper) http.RoundTripper, *upstreamauth.Source, error) {
+// authCredential returns floodgate's own credential to the upstream name
+// (none, when auth.optional leaves it empty), or nil when it has no auth,
+// and the token source of client credentials, or nil.
+func authCredential(f *config.File, name string, o Options, shared *Shared) (forward.Credential, *upstreamauth.Source, error) {
 	up := f.Config.Upstreams[name]
 	a := up.Auth
 	switch a.Type {
 	case config.AuthClientCredentials:
 		if strings.TrimSpace(a.ClientID) == "" {
 			o.Logger.Warn("forwarding without credentials: auth.optional and no client credentials set", "upstream", name)
-			return func(base http.RoundTripper) http.RoundTripper {
-				return &upstreamauth.Transport{Base: base}
-			}, nil, nil
+			return upstreamauth.None(), nil, nil
 		}
 		tokenURL, err := config.ResolveTokenURL(up.URL, a.TokenURL)
 		if err != nil {
@@ -248,17 +246,16 @@ func authTransport(f *config.File, name string, o Options, shared *Shared) (func
 		if err != nil {
 			return nil, nil, err
 		}
-		return func(base http.RoundTripper) http.RoundTripper {
-			return &upstreamauth.Transport{Source: src, Base: base}
-		}, src, nil
+		return upstreamauth.Bearer(src), src, nil
 	case config.AuthHeader:
 		if strings.TrimSpace(a.HeaderValue) == "" {
 			o.Logger.Warn("forwarding without credentials: auth.optional and no header value set", "upstream", name)
-			return func(base http.RoundTripper) http.RoundTripper { return &upstreamauth.Transport{Base: base} }, nil, nil
+			return upstreamauth.None(), nil, nil
 		}
-		return func(base http.RoundTripper) http.RoundTripper {
-			return &headerTransport{name: http.CanonicalHeaderKey(a.HeaderName), value: a.HeaderValue, base: base}
-		}, nil, nil
+		// The upstream's 401 to it is answered 503 with the route's
+		// Retry-After, counted and logged: the credential needs replacing,
+		// and the client can do nothing about it.
+		return upstreamauth.Header(a.HeaderName, a.HeaderValue), nil, nil
 	}
 	return nil, nil, nil
 }
@@ -301,31 +298,4 @@ func tokenClient() *http.Client {
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-}
-
-// headerTransport sends a fixed credential header, with the browser's
-// credentials removed both ways as upstreamauth.Transport does.
-type headerTransport struct {
-	name, value string
-	base        http.RoundTripper
-}
-
-func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	out := r.Clone(r.Context())
-	upstreamauth.SanitizeRequest(out.Header)
-	out.Header[t.name] = []string{t.value}
-	resp, err := t.base.RoundTrip(out)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		// The upstream refused floodgate's own credential (revoked,
-		// rotated): not the client's doing, and nothing the client can
-		// fix. The gateway answers 503, counts and logs it.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		return nil, fmt.Errorf("%w: %w", upstreamauth.ErrNoToken, upstreamauth.ErrRejected)
-	}
-	upstreamauth.SanitizeResponse(resp.Header)
-	return resp, nil
 }

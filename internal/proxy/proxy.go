@@ -153,7 +153,8 @@ type Upstream struct {
 	Name string
 	URL  *url.URL
 	// Handler does the forwarding: a forward.Forwarder (lean, for plain
-	// http upstreams without hooks) or an httputil.ReverseProxy.
+	// http upstreams, with floodgate's credentials or without) or an
+	// httputil.ReverseProxy (https, or WrapTransport).
 	Handler http.Handler
 
 	transport *http.Transport
@@ -171,8 +172,13 @@ type UpstreamOptions struct {
 	MaxIdleConnsPerHost int
 	// OnError answers failed requests (502/504); required.
 	OnError ErrorFunc
-	// WrapTransport, if set, wraps the pooled transport, e.g. to add the
-	// gateway's own credentials (upstreamauth.Transport).
+	// Credential, if set, is floodgate's own credential to the upstream
+	// (internal/upstreamauth), sent in place of the client's: by the lean
+	// forwarder, or by a forward.Transport over Go's.
+	Credential forward.Credential
+	// WrapTransport, if set, wraps the pooled transport (under the
+	// Credential's), and makes the upstream one of Go's transport even
+	// when its scheme is http.
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// Reuse is forward.Options.Reuse. Over Go's transport (https, or
 	// WrapTransport), which cannot keep a connection to one client's
@@ -211,14 +217,15 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 			ConnectTimeout: o.ConnectTimeout, ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 			MaxIdleConns: o.MaxIdleConnsPerHost, OnError: o.OnError,
 			Reuse: o.Reuse, OnUnsolicited: o.OnUnsolicited, OnBodyError: o.OnBodyError,
+			Credential: o.Credential,
 		})
 		if err == nil {
 			up.fwd, up.Handler = f, f
 			return up
 		}
 	}
-	// https, or floodgate's own credentials (a RoundTripper): a
-	// ReverseProxy over a pooled transport, rewriting as the forwarder does.
+	// https, or a wrapped transport: a ReverseProxy over a pooled
+	// transport, rewriting as the forwarder does.
 	dialer := &net.Dialer{Timeout: o.ConnectTimeout, KeepAlive: 30 * time.Second}
 	up.transport = &http.Transport{
 		Proxy:                 nil, // never an environment proxy: upstreams are addressed directly
@@ -236,6 +243,9 @@ func NewUpstream(name string, u *url.URL, o UpstreamOptions) *Upstream {
 	var rt http.RoundTripper = up.transport
 	if o.WrapTransport != nil {
 		rt = o.WrapTransport(up.transport)
+	}
+	if o.Credential != nil {
+		rt = &forward.Transport{Credential: o.Credential, Base: rt}
 	}
 	up.Handler = &httputil.ReverseProxy{
 		Rewrite:      forward.Rewrite(u),

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/floodgate/floodgate/internal/forward"
 	"github.com/floodgate/floodgate/internal/upstreamauth"
 )
 
@@ -27,7 +28,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	client := &http.Client{Transport: &upstreamauth.Transport{Source: src}}
+	client := &http.Client{Transport: &forward.Transport{Credential: upstreamauth.Bearer(src)}}
 
 	// A browser's request, forwarded: its credentials are replaced.
 	req, _ := http.NewRequest("GET", api.URL+"/v1/images/?q=cat", nil)

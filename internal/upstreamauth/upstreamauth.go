@@ -2,9 +2,11 @@
 // upstream: an OAuth2 client-credentials token from the API's
 // token endpoint, cached, refreshed in the background before it expires,
 // one fetch at a time, and retried with bounded exponential
-// backoff after a failure. Transport adds the token to outbound requests
-// and removes the browser's credentials from them and cookies and
-// authentication challenges from the answers.
+// backoff after a failure. A Credential (Bearer) has the forwarding add
+// the token to outbound requests and remove the browser's credentials
+// from them and cookies and authentication challenges from the answers;
+// one of a fixed header field (Header) or of none (None) does the same
+// without a Source.
 //
 // # Token lifetime
 //
@@ -21,7 +23,7 @@
 // endpoint, so such a token is used for 30 s (minLifetime) and refreshed
 // in the background after 15 s: at most one fetch per 15 s, and a warning
 // in the log. If the upstream does refuse it, that refusal is handled as
-// any other (see Transport).
+// any other (see Credential).
 //
 // Lifetimes are measured on the Source's own clock (Options.Now) from the
 // moment the answer arrived, not from the token's Expiry field.
@@ -56,6 +58,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -92,7 +95,7 @@ const (
 // backoff has not elapsed.
 var ErrBackoff = errors.New("upstreamauth: token endpoint in backoff")
 
-// RetryAfter returns, for an error of Token or Transport.RoundTrip that
+// RetryAfter returns, for an error of Token or of a Credential that
 // says (ok), how long until a request may find a token: the rest of the
 // backoff after a failed fetch, or 0 when a fetch is under way. The
 // gateway's 503 says it in Retry-After.
@@ -112,10 +115,10 @@ type retryError struct {
 func (e *retryError) Error() string { return e.err.Error() }
 func (e *retryError) Unwrap() error { return e.err }
 
-// ErrNoToken matches (with errors.Is) every error of Transport.RoundTrip
-// that comes from not having a token the upstream takes: the request was
-// not sent, or the upstream refused its token (ErrRejected); the gateway
-// answers 503.
+// ErrNoToken matches (with errors.Is) every error of a Credential that
+// comes from not having a token the upstream takes: the request was not
+// sent (Authorize), or the upstream refused its token or fixed field
+// (Refused, ErrRejected); the gateway answers 503.
 var ErrNoToken = errors.New("upstreamauth: no token for the upstream")
 
 // Options configure a Source. TokenURL, ClientID and ClientSecret are
@@ -186,7 +189,9 @@ type Source struct {
 
 // token is a cached access token and its deadlines on the Source's clock.
 type token struct {
-	value     string
+	value string
+	// bearer is the Authorization field's value: "Bearer " and value.
+	bearer    string
 	fetched   time.Time
 	refreshAt time.Time
 	expiresAt time.Time
@@ -280,8 +285,17 @@ func TokenURL(base string) (string, error) {
 // matches ErrBackoff when no fetch was attempted because of an earlier
 // failure.
 func (s *Source) Token(ctx context.Context) (string, error) {
+	t, err := s.token(ctx)
+	if err != nil {
+		return "", err
+	}
+	return t.value, nil
+}
+
+// token is Token, giving the cached token itself.
+func (s *Source) token(ctx context.Context) (*token, error) {
 	if t := s.cur.Load(); t != nil && !t.rejected && s.now().Before(t.refreshAt) {
-		return t.value, nil
+		return t, nil
 	}
 	s.mu.Lock()
 	now := s.now()
@@ -293,13 +307,13 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 			s.startLocked(now)
 		}
 		s.mu.Unlock()
-		return t.value, nil
+		return t, nil
 	}
 	done := s.startLocked(now)
 	if done == nil { // in backoff
-		tok, err := s.fallbackLocked(now, true)
+		t, err := s.fallbackLocked(now, true)
 		s.mu.Unlock()
-		return tok, err
+		return t, err
 	}
 	s.mu.Unlock()
 
@@ -308,15 +322,15 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return "", fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
+		return nil, fmt.Errorf("upstreamauth: wait for token: %w", ctx.Err())
 	case <-wait.C:
-		return "", &retryError{err: fmt.Errorf("upstreamauth: no token yet: the token endpoint has not answered within %v", s.maxWait)}
+		return nil, &retryError{err: fmt.Errorf("upstreamauth: no token yet: the token endpoint has not answered within %v", s.maxWait)}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now = s.now()
 	if t := s.cur.Load(); t.valid(now) {
-		return t.value, nil
+		return t, nil
 	}
 	return s.fallbackLocked(now, false)
 }
@@ -347,15 +361,15 @@ func (s *Source) startLocked(now time.Time) chan struct{} {
 // fail, and the refusal may have been the upstream's mistake), else an
 // error: ErrBackoff when no fetch was tried (inBackoff), the last fetch's
 // error otherwise. s.mu is held.
-func (s *Source) fallbackLocked(now time.Time, inBackoff bool) (string, error) {
+func (s *Source) fallbackLocked(now time.Time, inBackoff bool) (*token, error) {
 	if t := s.cur.Load(); t != nil && now.Before(t.expiresAt) {
-		return t.value, nil
+		return t, nil
 	}
 	after := max(s.retry.Sub(now), 0)
 	if inBackoff || s.failure == nil {
-		return "", &retryError{after: after, err: fmt.Errorf("%w after %d failed fetches; next attempt in %v", ErrBackoff, s.fails, after.Round(time.Millisecond))}
+		return nil, &retryError{after: after, err: fmt.Errorf("%w after %d failed fetches; next attempt in %v", ErrBackoff, s.fails, after.Round(time.Millisecond))}
 	}
-	return "", &retryError{after: after, err: s.failure}
+	return nil, &retryError{after: after, err: s.failure}
 }
 
 // run fetches a token, records the outcome and closes done.
@@ -421,12 +435,13 @@ func (s *Source) fetchToken() (_ *token, why string, _ error) {
 		// A token that lives for no time would be fetched again for
 		// every request: it serves for minLifetime instead. If the
 		// upstream does refuse it, the refusal is answered as any other
-		// (Transport), and fetches stay one per minLifetime/2.
+		// (Credential), and fetches stay one per minLifetime/2.
 		s.log.LogAttrs(ctx, slog.LevelWarn, "the token endpoint gave a token with expires_in 0 or less; using it for a short lifetime",
 			slog.String("lifetime", life.String()))
 	}
 	return &token{
 		value:     ot.AccessToken,
+		bearer:    "Bearer " + ot.AccessToken,
 		fetched:   now,
 		refreshAt: now.Add(max(life-s.early, life/2)),
 		expiresAt: now.Add(life),
@@ -579,125 +594,123 @@ func (s *Source) Ready(ctx context.Context) error {
 	return errors.New("no token")
 }
 
-// SetAuthorization sets r's Authorization header to the bearer token,
-// replacing any other, and returns the token. r's context bounds the wait
-// for a token.
-func (s *Source) SetAuthorization(r *http.Request) (string, error) {
-	tok, err := s.Token(r.Context())
-	if err != nil {
-		return "", err
-	}
-	r.Header.Set("Authorization", "Bearer "+tok)
-	return tok, nil
-}
-
-// SanitizeRequest removes the browser's credentials from a request header
-// bound for the API upstream: Cookie, Authorization and
-// Proxy-Authorization.
-func SanitizeRequest(h http.Header) {
-	h.Del("Cookie")
-	h.Del("Authorization")
-	h.Del("Proxy-Authorization")
-}
-
-// SanitizeResponse removes from an API upstream's response header what
-// must not reach the browser: Set-Cookie (and the obsolete Set-Cookie2),
-// and WWW-Authenticate and Authorization, which concern the gateway's
-// credentials, not the browser's (a Basic challenge would make the browser
-// prompt for a password).
-func SanitizeResponse(h http.Header) {
-	h.Del("Set-Cookie")
-	h.Del("Set-Cookie2")
-	h.Del("WWW-Authenticate")
-	h.Del("Authorization")
-}
-
-// A Transport is the http.RoundTripper for requests to the API upstream.
-// It sends a copy of each request with SanitizeRequest applied and, when
-// Source is not nil, the bearer token; it applies SanitizeResponse to each
-// response. A nil Source means unauthenticated (a development setting:
-// config upstreams.NAME.auth.optional), and the upstream's answers, a 401
-// included, are its answers to the request as sent. If no token can be
-// had, RoundTrip fails without contacting the upstream.
+// A Credential is what floodgate sends the API upstream in place of the
+// browser's credentials: the bearer token of a Source (Bearer), a fixed
+// header field (Header), or nothing (None: unauthenticated, a development
+// setting, config upstreams.NAME.auth.optional). It implements
+// internal/forward's Credential, which the lean forwarder and
+// forward.Transport apply. With each:
 //
-// A 401 to a request that carried the Source's token means the upstream
-// no longer takes that token (revoked, or rotated on its side): the
-// client did nothing wrong, so the answer is not passed on. The token is
-// dropped (Invalidate) and, for a request that can be sent again (see
-// replayable), a new one is had and the request sent once more with it;
-// otherwise, or if the upstream refuses that one too, RoundTrip fails
-// with an error matching ErrRejected and ErrNoToken, whose RetryAfter
-// says when a token other than the refused one may be had.
-type Transport struct {
-	Source *Source
-	// Base sends the requests; default http.DefaultTransport.
-	Base http.RoundTripper
+//   - the browser's Cookie, Authorization and Proxy-Authorization (and a
+//     field of the credential's name) are not forwarded;
+//   - the upstream's Set-Cookie (and the obsolete Set-Cookie2), and
+//     WWW-Authenticate and Authorization, which concern floodgate's
+//     credential, not the browser's (a Basic challenge would make the
+//     browser prompt for a password), do not reach the browser.
+//
+// If no token can be had, Authorize fails with an error matching
+// ErrNoToken, whose RetryAfter says when one may be: the request is not
+// sent.
+//
+// A 401 to a request that carried floodgate's credential means the
+// upstream no longer takes it (revoked, or rotated on its side): the
+// client did nothing wrong, so the answer is not passed on. A bearer
+// token is dropped (Invalidate) and, for a request that can be sent again
+// (see replayable), a new one is had and the request sent once more with
+// it; otherwise, or if the upstream refuses that one too, the request
+// fails with an error matching ErrRejected and ErrNoToken, whose
+// RetryAfter says when a token other than the refused one may be had. A
+// fixed field cannot be replaced: its refusal is an error matching
+// ErrRejected and ErrNoToken at once. Without a credential (None), the
+// upstream's answers, a 401 included, are its answers to the request as
+// sent.
+//
+// A Credential is safe for concurrent use.
+type Credential struct {
+	src         *Source
+	name, value string   // the field that carries it; no name for None
+	request     []string // the request fields not forwarded
 }
 
-var _ http.RoundTripper = (*Transport)(nil)
+// Bearer returns the credential of s's bearer token.
+func Bearer(s *Source) *Credential {
+	return &Credential{src: s, name: "Authorization", request: clientFields}
+}
 
-// ErrRejected matches (with errors.Is) the error of Transport.RoundTrip
-// when the upstream answered 401 to floodgate's own token. It matches
-// ErrNoToken too: the gateway answers 503.
-var ErrRejected = errors.New("upstreamauth: the upstream refused floodgate's token")
+// Header returns the credential of a fixed field: name with value.
+func Header(name, value string) *Credential {
+	name = http.CanonicalHeaderKey(name)
+	request := clientFields
+	if !slices.Contains(request, name) {
+		request = append(slices.Clip(request), name)
+	}
+	return &Credential{name: name, value: value, request: request}
+}
 
-// RoundTrip implements http.RoundTripper. It does not modify r.
-func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	base := t.Base
-	if base == nil {
-		base = http.DefaultTransport
+// None returns the credential of an upstream forwarded without floodgate's
+// own: the browser's are removed all the same.
+func None() *Credential { return &Credential{request: clientFields} }
+
+// clientFields are the browser's credentials, never forwarded to an
+// upstream with a Credential.
+var clientFields = []string{"Cookie", "Authorization", "Proxy-Authorization"}
+
+// upstreamFields are the fields of an upstream's answer that never reach
+// the browser.
+var upstreamFields = []string{"Set-Cookie", "Set-Cookie2", "Www-Authenticate", "Authorization"}
+
+// Fields returns the request fields not forwarded and the response fields
+// not passed on, by canonical name (forward.Credential).
+func (c *Credential) Fields() (request, response []string) {
+	return c.request, upstreamFields
+}
+
+// Authorize returns the field to send r with: "Authorization" and the
+// bearer token, waiting for one at most MaxWait and while r's context
+// lasts; the fixed field; or none. Its error matches ErrNoToken.
+func (c *Credential) Authorize(r *http.Request) (name, value string, err error) {
+	if c.src == nil {
+		return c.name, c.value, nil
 	}
-	out := r.Clone(r.Context())
-	SanitizeRequest(out.Header)
-	if t.Source == nil {
-		return sanitized(base.RoundTrip(out))
-	}
-	tok, err := t.Source.SetAuthorization(out)
+	t, err := c.src.token(r.Context())
 	if err != nil {
-		if r.Body != nil {
-			r.Body.Close()
-		}
-		return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
+		return "", "", fmt.Errorf("%w: %w", ErrNoToken, err)
 	}
-	resp, err := base.RoundTrip(out)
-	if err != nil || resp.StatusCode != http.StatusUnauthorized {
-		return sanitized(resp, err)
+	return c.name, t.bearer, nil
+}
+
+// Refused is told that the upstream answered 401 to r sent with value
+// (forward.Credential). For a bearer token, it drops the token and, when
+// first and r can be sent again, returns a new one; otherwise, and for a
+// fixed field, the error matches ErrRejected and ErrNoToken.
+func (c *Credential) Refused(r *http.Request, value string, first bool) (next string, err error) {
+	if c.src == nil {
+		return "", fmt.Errorf("%w: %w", ErrNoToken, ErrRejected)
 	}
-	discard(resp)
-	wait := t.Source.invalidate(tok)
-	if wait == 0 && replayable(r) {
+	tok := strings.TrimPrefix(value, "Bearer ")
+	wait := c.src.invalidate(tok)
+	if first && wait == 0 && replayable(r) {
 		// The upstream refused the token before doing anything: a
 		// request without a body and with a safe method can go again,
 		// once, with a new one. One with a body cannot (its body was
 		// read), nor, for fear of doing it twice, one with an unsafe
 		// method.
-		out = r.Clone(r.Context())
-		SanitizeRequest(out.Header)
-		next, err := t.Source.SetAuthorization(out)
-		switch {
-		case err != nil:
-			return nil, fmt.Errorf("%w: %w", ErrNoToken, err)
-		case next != tok:
-			resp, err := base.RoundTrip(out)
-			if err != nil || resp.StatusCode != http.StatusUnauthorized {
-				return sanitized(resp, err)
-			}
-			discard(resp)
-			tok = next
+		t, err := c.src.token(r.Context())
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrNoToken, err)
 		}
-		wait = t.Source.invalidate(tok)
+		if t.value != tok {
+			return t.bearer, nil
+		}
+		wait = c.src.invalidate(tok)
 	}
-	return nil, &retryError{after: wait, err: fmt.Errorf("%w: %w", ErrNoToken, ErrRejected)}
+	return "", &retryError{after: wait, err: fmt.Errorf("%w: %w", ErrNoToken, ErrRejected)}
 }
 
-// sanitized is a round trip's outcome with SanitizeResponse applied.
-func sanitized(resp *http.Response, err error) (*http.Response, error) {
-	if err != nil {
-		return nil, err
-	}
-	SanitizeResponse(resp.Header)
-	return resp, nil
-}
+// ErrRejected matches (with errors.Is) the error of Credential.Refused
+// when the upstream answered 401 to floodgate's own credential. It
+// matches ErrNoToken too: the gateway answers 503.
+var ErrRejected = errors.New("upstreamauth: the upstream refused floodgate's token")
 
 // replayable reports whether r may be sent again after the upstream
 // refused floodgate's token: a safe method (GET, HEAD, OPTIONS), and no
@@ -708,11 +721,4 @@ func replayable(r *http.Request) bool {
 		return r.Body == nil || r.Body == http.NoBody
 	}
 	return false
-}
-
-// discard reads what little of a refused answer's body there is, so
-// that its connection can serve again, and closes it.
-func discard(resp *http.Response) {
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-	resp.Body.Close()
 }

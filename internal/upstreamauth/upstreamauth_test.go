@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/floodgate/floodgate/internal/forward"
 )
 
 const (
@@ -257,7 +259,7 @@ func TestConcurrentRequestsFetchOnce(t *testing.T) {
 	}))
 	defer api.Close()
 	s := newSource(t, ts, &clock{t: t0}, nil)
-	client := &http.Client{Transport: &Transport{Source: s, Base: api.Client().Transport}}
+	client := &http.Client{Transport: &forward.Transport{Credential: Bearer(s), Base: api.Client().Transport}}
 
 	const n = 50
 	var start, done sync.WaitGroup
@@ -673,60 +675,122 @@ func releaseOnce(gate chan struct{}) func() {
 	}
 }
 
-func TestTransportStripsCredentials(t *testing.T) {
-	ts := newTokenServer(t)
-	type seen struct{ auth, cookie, proxyAuth string }
+// A carrier sends requests to the API upstream with a Credential: the
+// lean forwarder (http upstreams) or forward.Transport under Go's
+// transport (https, and what the forwarder leaves to a ReverseProxy).
+type carrier struct {
+	name string
+	// new returns what sends a request, built with http.NewRequest, to
+	// api with c: the upstream's answer, or the error the request failed
+	// with.
+	new func(t *testing.T, c *Credential, api *httptest.Server) func(*http.Request) (*http.Response, error)
+}
+
+var _ forward.Credential = (*Credential)(nil)
+
+var carriers = []carrier{
+	{"Forwarder", func(t *testing.T, c *Credential, api *httptest.Server) func(*http.Request) (*http.Response, error) {
+		u, err := url.Parse(api.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var failed error
+		f, err := forward.New(u, forward.Options{Credential: c, OnError: func(w http.ResponseWriter, r *http.Request, err error) {
+			failed = err
+			w.WriteHeader(http.StatusBadGateway)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(f.CloseIdle)
+		return func(req *http.Request) (*http.Response, error) {
+			// The request as a server hands it to the gateway.
+			in := httptest.NewRequest(req.Method, req.URL.RequestURI(), req.Body)
+			in.Header, in.ContentLength = req.Header, req.ContentLength
+			failed = nil
+			rec := httptest.NewRecorder()
+			f.ServeHTTP(rec, in)
+			if failed != nil {
+				return nil, failed
+			}
+			return rec.Result(), nil
+		}
+	}},
+	{"Transport", func(t *testing.T, c *Credential, api *httptest.Server) func(*http.Request) (*http.Response, error) {
+		tr := &forward.Transport{Credential: c, Base: api.Client().Transport}
+		return tr.RoundTrip
+	}},
+}
+
+func TestCredentialStripsCredentials(t *testing.T) {
+	type seen struct{ auth, cookie, proxyAuth, key string }
 	got := make(chan seen, 1)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got <- seen{r.Header.Get("Authorization"), r.Header.Get("Cookie"), r.Header.Get("Proxy-Authorization")}
+		got <- seen{r.Header.Get("Authorization"), r.Header.Get("Cookie"), r.Header.Get("Proxy-Authorization"), r.Header.Get("X-Api-Key")}
 		http.SetCookie(w, &http.Cookie{Name: "csrftoken", Value: "x"})
 		w.Header().Set("WWW-Authenticate", `Basic realm="api"`)
+		w.Header().Set("Authorization", "Bearer upstream")
 		w.Header().Set("X-Kept", "1")
 	}))
 	defer api.Close()
-	s := newSource(t, ts, &clock{t: t0}, nil)
-	for _, tt := range []struct {
-		name string
-		tr   *Transport
-		auth string
-	}{
-		{"authenticated", &Transport{Source: s, Base: api.Client().Transport}, "Bearer tok-1"},
-		{"unauthenticated", &Transport{Base: api.Client().Transport}, ""},
-	} {
-		req := httptest.NewRequest("GET", api.URL+"/v1/images/?q=cat", nil)
-		req.RequestURI = ""
-		req.Header.Set("Cookie", "ovSession=abc; other=1")
-		req.Header.Set("Authorization", "Bearer browser-token")
-		req.Header.Set("Proxy-Authorization", "Basic Zm9vOmJhcg==")
-		resp, err := tt.tr.RoundTrip(req)
-		if err != nil {
-			t.Fatalf("%s: RoundTrip: %v", tt.name, err)
-		}
-		resp.Body.Close()
-		if g := <-got; g != (seen{auth: tt.auth}) {
-			t.Errorf("%s: API upstream saw %+v, want only Authorization %q", tt.name, g, tt.auth)
-		}
-		for _, h := range []string{"Set-Cookie", "WWW-Authenticate"} {
-			if v := resp.Header.Values(h); len(v) != 0 {
-				t.Errorf("%s: response kept %s: %q", tt.name, h, v)
+	for _, ca := range carriers {
+		ts := newTokenServer(t)
+		s := newSource(t, ts, &clock{t: t0}, nil)
+		for _, tt := range []struct {
+			name string
+			c    *Credential
+			want seen
+		}{
+			{"bearer", Bearer(s), seen{auth: "Bearer tok-1"}},
+			{"header", Header("x-api-key", "floodgate-key"), seen{key: "floodgate-key"}},
+			{"header Authorization", Header("Authorization", "Token floodgate-key"), seen{auth: "Token floodgate-key"}},
+			{"none", None(), seen{}},
+		} {
+			name := ca.name + "/" + tt.name
+			req, _ := http.NewRequest("GET", api.URL+"/v1/images/?q=cat", nil)
+			req.Header.Set("Cookie", "ovSession=abc; other=1")
+			req.Header.Set("Authorization", "Bearer browser-token")
+			req.Header.Set("Proxy-Authorization", "Basic Zm9vOmJhcg==")
+			req.Header.Set("X-Api-Key", "browser-key")
+			if tt.c.name == "" || tt.c.name == "Authorization" {
+				tt.want.key = "browser-key" // not a credential of this upstream's
 			}
-		}
-		if resp.Header.Get("X-Kept") != "1" {
-			t.Errorf("%s: response lost an unrelated header", tt.name)
-		}
-		if req.Header.Get("Authorization") != "Bearer browser-token" {
-			t.Errorf("%s: RoundTrip modified the caller's request", tt.name)
+			resp, err := ca.new(t, tt.c, api)(req)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			resp.Body.Close()
+			if g := <-got; g != tt.want {
+				t.Errorf("%s: API upstream saw %+v, want %+v", name, g, tt.want)
+			}
+			for _, h := range []string{"Set-Cookie", "WWW-Authenticate", "Authorization"} {
+				if v := resp.Header.Values(h); len(v) != 0 {
+					t.Errorf("%s: response kept %s: %q", name, h, v)
+				}
+			}
+			if resp.Header.Get("X-Kept") != "1" {
+				t.Errorf("%s: response lost an unrelated header", name)
+			}
+			if req.Header.Get("Authorization") != "Bearer browser-token" || req.Header.Get("X-Api-Key") != "browser-key" {
+				t.Errorf("%s: the request was modified", name)
+			}
 		}
 	}
 }
 
-// TestTransportAnswersRefusedTokenAsNoToken: a 401 to a request that
-// carried floodgate's own token is not the client's answer: RoundTrip
-// drops the token (when at least 30 s old) and fails with ErrRejected,
-// matching ErrNoToken, with RetryAfter saying when a token may be had. A
-// request without a body whose method is safe is sent once more with a
-// new token first; one with a body never is.
-func TestTransportAnswersRefusedTokenAsNoToken(t *testing.T) {
+// TestCredentialAnswersRefusedTokenAsNoToken: a 401 to a request that
+// carried floodgate's own token is not the client's answer: the token is
+// dropped (when at least 30 s old) and the request fails with
+// ErrRejected, matching ErrNoToken, with RetryAfter saying when a token
+// may be had. A request without a body whose method is safe is sent once
+// more with a new token first; one with a body never is.
+func TestCredentialAnswersRefusedTokenAsNoToken(t *testing.T) {
+	for _, ca := range carriers {
+		t.Run(ca.name, func(t *testing.T) { testRefusedToken(t, ca) })
+	}
+}
+
+func testRefusedToken(t *testing.T, ca carrier) {
 	ts := newTokenServer(t)
 	var refused atomic.Int64 // tok-N for N up to it are refused
 	var refuseAll atomic.Bool
@@ -741,6 +805,7 @@ func TestTransportAnswersRefusedTokenAsNoToken(t *testing.T) {
 		var n int64
 		fmt.Sscanf(auth, "Bearer tok-%d", &n)
 		if refuseAll.Load() || n <= refused.Load() {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
 			w.WriteHeader(http.StatusUnauthorized)
 			io.WriteString(w, `{"detail":"Invalid token."}`)
 		}
@@ -748,14 +813,14 @@ func TestTransportAnswersRefusedTokenAsNoToken(t *testing.T) {
 	defer api.Close()
 	c := &clock{t: t0}
 	s := newSource(t, ts, c, nil)
-	tr := &Transport{Source: s, Base: api.Client().Transport}
+	send := ca.new(t, Bearer(s), api)
 	steps := []struct {
 		name    string
 		at      time.Duration
 		method  string
 		refused int64 // tokens refused from this step on
 		all     bool
-		code    int           // 0: RoundTrip fails with ErrRejected
+		code    int           // 0: the request fails with ErrRejected
 		retry   time.Duration // its RetryAfter
 		sent    []string      // what the API saw
 		fetches int64
@@ -782,12 +847,12 @@ func TestTransportAnswersRefusedTokenAsNoToken(t *testing.T) {
 			body = strings.NewReader("body")
 		}
 		req, _ := http.NewRequest(st.method, api.URL+"/v1/images/", body)
-		resp, err := tr.RoundTrip(req)
+		resp, err := send(req)
 		switch {
 		case st.code != 0 && (err != nil || resp.StatusCode != st.code):
-			t.Errorf("%s: RoundTrip = %v, %v; want %d", st.name, resp, err, st.code)
+			t.Errorf("%s: sent = %v, %v; want %d", st.name, resp, err, st.code)
 		case st.code == 0 && (err == nil || !errors.Is(err, ErrRejected) || !errors.Is(err, ErrNoToken)):
-			t.Errorf("%s: RoundTrip = %v, %v; want ErrRejected and ErrNoToken", st.name, resp, err)
+			t.Errorf("%s: sent = %v, %v; want ErrRejected and ErrNoToken", st.name, resp, err)
 		case st.code == 0:
 			if d, ok := RetryAfter(err); !ok || d != st.retry {
 				t.Errorf("%s: RetryAfter(%v) = %v, %v; want %v", st.name, err, d, ok, st.retry)
@@ -807,23 +872,82 @@ func TestTransportAnswersRefusedTokenAsNoToken(t *testing.T) {
 	}
 }
 
-// TestTransportWithoutSourceKeeps401: without floodgate's own token, a
-// 401 answers the request as sent and passes through, body and all.
-func TestTransportWithoutSourceKeeps401(t *testing.T) {
+// TestCredentialRefusedHeader: a fixed field the upstream refuses cannot
+// be replaced: the request fails at once with ErrRejected, matching
+// ErrNoToken, and no RetryAfter, and is not sent again.
+func TestCredentialRefusedHeader(t *testing.T) {
+	var sent atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Add(1)
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"detail":"invalid key"}`)
+	}))
+	defer api.Close()
+	for _, ca := range carriers {
+		sent.Store(0)
+		req, _ := http.NewRequest("GET", api.URL, nil)
+		resp, err := ca.new(t, Header("X-Api-Key", "floodgate-key"), api)(req)
+		if err == nil || !errors.Is(err, ErrRejected) || !errors.Is(err, ErrNoToken) {
+			t.Errorf("%s: sent = %v, %v; want ErrRejected and ErrNoToken", ca.name, resp, err)
+		}
+		if d, ok := RetryAfter(err); ok {
+			t.Errorf("%s: RetryAfter(%v) = %v, true; want none", ca.name, err, d)
+		}
+		if n := sent.Load(); n != 1 {
+			t.Errorf("%s: the API got the request %d times, want 1", ca.name, n)
+		}
+	}
+}
+
+// TestCredentialNoneKeeps401: without floodgate's own credential, a 401
+// answers the request as sent and passes through, body and all.
+func TestCredentialNoneKeeps401(t *testing.T) {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		io.WriteString(w, `{"detail":"Authentication credentials were not provided."}`)
 	}))
 	defer api.Close()
-	req, _ := http.NewRequest("GET", api.URL, nil)
-	resp, err := (&Transport{Base: api.Client().Transport}).RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
+	for _, ca := range carriers {
+		req, _ := http.NewRequest("GET", api.URL, nil)
+		resp, err := ca.new(t, None(), api)(req)
+		if err != nil {
+			t.Fatalf("%s: %v", ca.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "not provided") {
+			t.Errorf("%s: %d %s, want the upstream's 401", ca.name, resp.StatusCode, body)
+		}
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "not provided") {
-		t.Errorf("RoundTrip = %d %s, want the upstream's 401", resp.StatusCode, body)
+}
+
+// TestCredentialNoToken: while no token can be had, the request is not
+// sent, and fails with ErrNoToken and RetryAfter the rest of the backoff.
+func TestCredentialNoToken(t *testing.T) {
+	var sent atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sent.Add(1) }))
+	defer api.Close()
+	for _, ca := range carriers {
+		ts := newTokenServer(t)
+		ts.fail = func(int64) int { return http.StatusInternalServerError }
+		s := newSource(t, ts, &clock{t: t0}, nil)
+		send := ca.new(t, Bearer(s), api)
+		for i, want := range []time.Duration{time.Second, time.Second} { // failed, then in backoff
+			req, _ := http.NewRequest("GET", api.URL, nil)
+			resp, err := send(req)
+			if err == nil || !errors.Is(err, ErrNoToken) {
+				t.Fatalf("%s: request %d = %v, %v; want ErrNoToken", ca.name, i+1, resp, err)
+			}
+			if d, ok := RetryAfter(err); !ok || d != want {
+				t.Errorf("%s: request %d: RetryAfter(%v) = %v, %v; want %v", ca.name, i+1, err, d, ok, want)
+			}
+		}
+		if n := ts.fetches.Load(); n != 1 {
+			t.Errorf("%s: %d fetches, want 1", ca.name, n)
+		}
+	}
+	if n := sent.Load(); n != 0 {
+		t.Errorf("%d requests reached the API without a token", n)
 	}
 }
 
