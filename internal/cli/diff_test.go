@@ -47,7 +47,7 @@ func TestDiffUsage(t *testing.T) {
 	if code, _, _ := run(t, nil, "diff", "--config", "../../examples/mavedb.yaml", "staging"); code != 2 {
 		t.Errorf("one environment: exit %d, want 2", code)
 	}
-	if code, _, stderr := run(t, nil, "diff", "--config", "../../examples/mavedb.yaml", "staging", "nope"); code != 1 || !strings.Contains(stderr, "nope") {
+	if code, _, stderr := run(t, nil, "diff", "--config", "../../examples/mavedb.yaml", "staging", "nope"); code != 2 || !strings.Contains(stderr, "nope") {
 		t.Errorf("unknown environment: exit %d, stderr %q", code, stderr)
 	}
 }

@@ -60,7 +60,7 @@ func runExplain(ctx context.Context, env environ, args []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	f, data, problems, err := serveFlags{file: *file, env: *envName}.load(env)
+	f, data, problems, err := serveFlags{file: *file, env: *envName, envFlag: "--env"}.load(env)
 	if err != nil {
 		return err
 	}

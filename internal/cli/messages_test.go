@@ -172,3 +172,43 @@ func TestDemoListenFlagsChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvFlagNotDefined: an environment name the file does not define is
+// a mistake on the command line, said by every command that takes one and
+// naming the flag with the names the file defines, not a problem at the
+// line of the file's environments key, which is right.
+func TestEnvFlagNotDefined(t *testing.T) {
+	const example = "../../examples/mavedb.yaml" // environments production and staging
+	none := writeConfig(t, base)
+	log := writeConfig(t, "")
+	for _, tc := range []struct {
+		file string
+		args []string
+		want string
+	}{
+		{example, []string{"serve", "--no-watch", "--env", "prod"},
+			`floodgate serve: --env: environment "prod" is not defined (allowed: production, staging)`},
+		{example, []string{"validate", "--env", "prod"},
+			`floodgate validate: --env: environment "prod" is not defined (allowed: production, staging)`},
+		{example, []string{"explain", "--env", "prod", "GET", "/"},
+			`floodgate explain: --env: environment "prod" is not defined (allowed: production, staging)`},
+		{example, []string{"replay", "--env", "prod", log},
+			`floodgate replay: --env: environment "prod" is not defined (allowed: production, staging)`},
+		{example, []string{"diff", "staging", "prod"},
+			`floodgate diff: environment "prod" is not defined (allowed: production, staging)`},
+		{none, []string{"serve", "--no-watch", "--env", "production"},
+			`floodgate serve: --env: environment "production" is not defined (the file has no environments section)`},
+		{none, []string{"validate", "--env", "production"},
+			`floodgate validate: --env: environment "production" is not defined (the file has no environments section)`},
+		{none, []string{"replay", "--env", "production", log},
+			`floodgate replay: --env: environment "production" is not defined (the file has no environments section)`},
+		{none, []string{"diff", "staging", "production"},
+			`floodgate diff: environment "staging" is not defined (the file has no environments section)`},
+	} {
+		args := append([]string{tc.args[0], "--config", tc.file}, tc.args[1:]...)
+		code, _, stderr := run(t, map[string]string{"FLOODGATE_UPSTREAM": "http://127.0.0.1:9"}, args...)
+		if want := tc.want + "\n"; code != 2 || stderr != want {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit 2 and %q", strings.Join(args, " "), code, stderr, want)
+		}
+	}
+}

@@ -428,3 +428,18 @@ func TestEveryGatewayListenerStopsAcceptingOnShutdown(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestReloadEnvNoLongerDefined: a reload whose file no longer defines the
+// environment --env names is rejected naming the flag, as a start with it
+// would be.
+func TestReloadEnvNoLongerDefined(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	g := startServe(t, opsYAML(up.URL, "2/1h")+"environments: {staging: {}}\n", "--env", "staging")
+	g.write(opsYAML(up.URL, "2/1h") + "environments: {production: {}}\n")
+	g.waitMetric(reloadFailed, 1)
+	rej, _ := g.adminConfig()["rejected"].(map[string]any)
+	if got, want := rej["problems"], `--env: environment "staging" is not defined (allowed: production)`; got != want {
+		t.Errorf("the reload is rejected for %q, want %q", got, want)
+	}
+}

@@ -174,6 +174,9 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 // without production's secrets.
 func loadReplayConfig(env environ, file, envName, alg string) (*rules.Set, *config.Config, error) {
 	f, err := config.Load(file, envName, env.lookup)
+	if err := envError(f, "--env"); err != nil {
+		return nil, nil, err
+	}
 	if names := unreadOnly(f); len(names) > 0 {
 		var credentials, store, storeFields []string
 		for _, name := range names {

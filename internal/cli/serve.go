@@ -47,6 +47,9 @@ func init() {
 // the first load and every reload.
 type serveFlags struct {
 	file, env, listen, adminListen, internalListen, store string
+	// envFlag is the flag that chose env, named when the file does not
+	// define it; "" when env is an argument (diff's) or built in.
+	envFlag string
 	// data, when set, is the configuration itself (file only names it):
 	// `floodgate demo` serves its built-in example this way.
 	data []byte
@@ -72,7 +75,7 @@ type extraServer struct {
 
 func runServe(ctx context.Context, env environ, args []string) error {
 	fs := newFlags(env, "serve", "--config FILE [--env NAME] [flags]")
-	var sf serveFlags
+	sf := serveFlags{envFlag: "--env"}
 	fs.StringVar(&sf.file, "config", "", "configuration `file` (required)")
 	fs.StringVar(&sf.env, "env", "", "environment `name` to apply from the file's environments")
 	fs.StringVar(&sf.listen, "listen", "", "public listener `address`, overriding the file's listen")
@@ -139,6 +142,16 @@ func (sf serveFlags) flagProblem(problems config.Problems) error {
 				return usageError{config.Problem{Field: o.flag, Msg: p.Msg, Allowed: p.Allowed}}
 			}
 		}
+	}
+	return nil
+}
+
+// envError returns, as a usage error naming flag, the environment f was
+// asked for when the file does not define it: a mistake on the command
+// line, not at the file's environments key, which may well be right.
+func envError(f *config.File, flag string) error {
+	if p := f.EnvProblem(); p != "" {
+		return usageError{config.Problem{Field: flag, Msg: p, Allowed: f.Environments}}
 	}
 	return nil
 }
@@ -523,6 +536,9 @@ func (sf serveFlags) load(env environ) (*config.File, []byte, config.Problems, e
 		}
 	}
 	f, err := config.Parse(sf.file, data, sf.env, env.lookup)
+	if err := envError(f, sf.envFlag); err != nil {
+		return nil, nil, nil, err
+	}
 	var problems config.Problems
 	if err != nil && (!errors.As(err, &problems) || f == nil) {
 		return nil, nil, nil, err

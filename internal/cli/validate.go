@@ -45,6 +45,9 @@ func runValidate(_ context.Context, env environ, args []string) error {
 // returns errReported.
 func load(env environ, file, envName string) (*config.File, *gateway.Gateway, error) {
 	f, err := config.Load(file, envName, env.lookup)
+	if err := envError(f, "--env"); err != nil {
+		return nil, nil, err
+	}
 	var loadProblems config.Problems
 	if err != nil {
 		if !errors.As(err, &loadProblems) || f == nil {

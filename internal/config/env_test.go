@@ -167,6 +167,12 @@ func TestEnvironmentUnknown(t *testing.T) {
 	if probs := f.Validate(); len(probs) > 0 {
 		t.Errorf("Validate after an unknown environment = %v, want nothing more", probs)
 	}
+	if got, want := f.EnvProblem(), `environment "prod" is not defined`; got != want {
+		t.Errorf("EnvProblem() after an unknown environment = %q, want %q", got, want)
+	}
+	if f, _ := Parse("env.yaml", []byte(envDoc), "production", nil); f.EnvProblem() != "" {
+		t.Errorf("EnvProblem() after a defined environment = %q, want none", f.EnvProblem())
+	}
 }
 
 // TestEnvironmentNullNamed: an overlay's ~ on something merged by name

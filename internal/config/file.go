@@ -43,6 +43,19 @@ type File struct {
 	// refer to each.
 	missing   []string
 	missingAt map[string][]string
+	// envProblem says that the file does not define Env.
+	envProblem string
+}
+
+// EnvProblem returns what is wrong with Env when the file does not define
+// that environment, "" otherwise. Parse stops there, with the problem at
+// the file's environments key; whoever chose Env (a command line's --env)
+// reports it as a mistake of its own, listing Environments.
+func (f *File) EnvProblem() string {
+	if f == nil {
+		return ""
+	}
+	return f.envProblem
 }
 
 // MissingVariables returns the environment variables the file refers to

@@ -195,6 +195,7 @@ func (l *loader) load(data []byte) {
 				msg += " (the file has no environments section)"
 			}
 			l.report(l.envNode, "environments", msg, l.f.Environments...)
+			l.f.envProblem = msg
 			l.f.bad[""] = true
 			return
 		}
