@@ -147,6 +147,8 @@ func TestServeListenFlagsChecked(t *testing.T) {
 		{[]string{"--admin-listen", "127.0.0.1:8080"}, `--admin-listen: "127.0.0.1:8080" is also the public listen address`},
 		{[]string{"--listen", "127.0.0.1:7000", "--admin-listen", "127.0.0.1:7000"}, `--admin-listen: "127.0.0.1:7000" is also the public listen address`},
 		{[]string{"--internal-listen", "127.0.0.1:9090"}, `--internal-listen: "127.0.0.1:9090" is also the public or admin listen address`},
+		{[]string{"--listen", "127.0.0.1:9090"}, `--listen: "127.0.0.1:9090" is also the admin listen address`},
+		{[]string{"--admin-listen", "127.0.0.1:7000", "--internal-listen", "127.0.0.1:7000"}, `--internal-listen: "127.0.0.1:7000" is also the public or admin listen address`},
 	} {
 		code, _, stderr := run(t, map[string]string{"FLOODGATE_UPSTREAM": "http://127.0.0.1:9"},
 			append([]string{"serve", "--config", example, "--no-watch"}, tc.args...)...)

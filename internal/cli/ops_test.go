@@ -247,6 +247,38 @@ func TestReloadOnFileChangeAndSIGHUP(t *testing.T) {
 	}
 }
 
+// TestReloadSharedAddressNamesTheFlag: a reload whose file now gives a
+// listener the address a flag gives another is rejected at the file's
+// listener, naming the flag: the flags have not changed, the file has.
+func TestReloadSharedAddressNamesTheFlag(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer up.Close()
+	pub, internal := testnet.FreeAddr(t), testnet.FreeAddr(t)
+	g := startServe(t, opsYAML(up.URL, "2/1h"), "--listen", pub, "--internal-listen", internal)
+	g.pub = pub // the flag's, not the file's
+	for i, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"admin.listen takes --listen's", strings.Replace(opsYAML(up.URL, "2/1h"), "${ADM}", pub, 1),
+			`:3: admin.listen: "` + pub + `" is also the public listen address, given by --listen`},
+		{"admin.listen takes --internal-listen's", strings.Replace(opsYAML(up.URL, "2/1h"), "${ADM}", internal, 1),
+			`:3: admin.listen: "` + internal + `" is also the internal listen address, given by --internal-listen`},
+		{"decide.listen takes --listen's", opsYAML(up.URL, "2/1h") +
+			"client_ip: {trusted_proxies: [127.0.0.1/32]}\ndecide: {listen: \"" + pub + "\", protocol: nginx}\n",
+			`:9: decide.listen: "` + pub + `" is also the public listen address, given by --listen`},
+	} {
+		g.write(tc.yaml)
+		g.waitMetric(reloadFailed, float64(i+1))
+		rej, _ := g.adminConfig()["rejected"].(map[string]any)
+		if got, want := rej["problems"], g.conf+tc.want; got != want {
+			t.Errorf("%s: the reload is rejected for %q, want %q", tc.name, got, want)
+		}
+	}
+	if code := g.status("/a"); code != 200 {
+		t.Errorf("after the rejected files: %d, want 200 (the first configuration)", code)
+	}
+}
+
 // engines runs test once for each server.engine, the config's server
 // line for it given.
 func engines(t *testing.T, test func(t *testing.T, server string)) {

@@ -134,8 +134,10 @@ func (sf serveFlags) checkFlags() error {
 
 // flagProblem returns, as a usage error naming the flag, the first of
 // problems at a field that a flag replaced: what only the whole
-// configuration shows, such as an address another listener has.
-func (sf serveFlags) flagProblem(problems config.Problems) error {
+// configuration shows, such as an address another listener has. An
+// address of the file's that a flag gives a listener before it is the
+// flag's mistake too.
+func (sf serveFlags) flagProblem(c *config.Config, problems config.Problems) error {
 	for _, o := range sf.overrides() {
 		for _, p := range problems {
 			if p.Field == o.field {
@@ -143,7 +145,56 @@ func (sf serveFlags) flagProblem(problems config.Problems) error {
 			}
 		}
 	}
+	for _, p := range problems {
+		if o, fileField, ok := sf.sharedWithFlag(c, p); ok {
+			return usageError{config.Problem{Field: o.flag,
+				Msg: fmt.Sprintf("%q is also the %s listen address", o.value, listenerNames[fileField])}}
+		}
+	}
 	return nil
+}
+
+// listenerNames name the listeners in messages, by field.
+var listenerNames = map[string]string{
+	"listen": "public", "admin.listen": "admin", "internal.listen": "internal", "decide.listen": "decision",
+}
+
+// sharedWithFlag reports whether p is Validate's problem of two listeners
+// at one address of which a flag gave one and the file the other, and
+// returns the flag and the file's listener.
+func (sf serveFlags) sharedWithFlag(c *config.Config, p config.Problem) (o flagOverride, fileField string, ok bool) {
+	other, problem := config.SharedListen(c, p.Field)
+	if problem == "" || p.Msg != problem {
+		return flagOverride{}, "", false
+	}
+	byField := map[string]flagOverride{}
+	for _, o := range sf.overrides() {
+		byField[o.field] = o
+	}
+	mine, fieldByFlag := byField[p.Field]
+	theirs, otherByFlag := byField[other]
+	switch {
+	case fieldByFlag && !otherByFlag:
+		return mine, other, true
+	case otherByFlag && !fieldByFlag:
+		return theirs, p.Field, true
+	}
+	return flagOverride{}, "", false
+}
+
+// fileSideOfFlags returns problems with each address that the file gives
+// a listener and a flag another placed at the file's listener, naming
+// the flag: on a reload the flags are those serve started with, and the
+// file is what changed.
+func (sf serveFlags) fileSideOfFlags(f *config.File, problems config.Problems) config.Problems {
+	out := slices.Clone(problems)
+	for i, p := range out {
+		if o, fileField, ok := sf.sharedWithFlag(&f.Config, p); ok {
+			out[i] = f.Problem(fileField, fmt.Sprintf("%q is also the %s listen address, given by %s",
+				o.value, listenerNames[o.field], o.flag))
+		}
+	}
+	return out
 }
 
 // envError returns, as a usage error naming flag, the environment f was
@@ -179,7 +230,7 @@ func serve(ctx context.Context, env environ, sf serveFlags, hooks serveHooks) er
 		problems = f.Validate()
 	}
 	if len(problems) > 0 {
-		if err := sf.flagProblem(problems); err != nil {
+		if err := sf.flagProblem(&f.Config, problems); err != nil {
 			return err
 		}
 		// What only compiling finds too: every problem at once, as
@@ -596,7 +647,7 @@ func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metri
 	if err != nil {
 		msg = err.Error()
 	} else {
-		msg = dedupe(problems).Error()
+		msg = dedupe(sf.fileSideOfFlags(f, problems)).Error()
 	}
 	srv.Rejected(time.Now(), reason, msg)
 	logger.Error("configuration rejected: the previous configuration keeps running",

@@ -115,11 +115,8 @@ func (v *validator) internal() {
 		v.add("internal.listen", problem)
 		return
 	}
-	if unixListenRe.MatchString(l) {
-		return
-	}
-	if !strings.HasSuffix(l, ":0") && (l == v.c.Listen || l == v.c.Admin.Listen) {
-		v.add("internal.listen", fmt.Sprintf("%q is also the public or admin listen address", l))
+	if _, problem := SharedListen(v.c, "internal.listen"); problem != "" {
+		v.add("internal.listen", problem)
 	}
 }
 
@@ -143,8 +140,8 @@ func (v *validator) decide() {
 	}
 	if err := checkListen(d.Listen); err != nil {
 		v.add("decide.listen", fmt.Sprintf("%q is not host:port (%v), such as 127.0.0.1:8083, nor \"off\"", d.Listen, err))
-	} else if !strings.HasSuffix(d.Listen, ":0") && (d.Listen == v.c.Listen || d.Listen == v.c.Admin.Listen || d.Listen == v.c.Internal.Listen) {
-		v.add("decide.listen", fmt.Sprintf("%q is also the public, admin or internal listen address", d.Listen))
+	} else if _, problem := SharedListen(v.c, "decide.listen"); problem != "" {
+		v.add("decide.listen", problem)
 	}
 	if len(v.c.ClientIP.TrustedProxies) == 0 {
 		v.add("decide.listen", "the decision listener answers only the proxies in client_ip.trusted_proxies, and there are none: list the address of the proxy that asks (trusted_hops trusts any peer, so it cannot stand in)")

@@ -169,7 +169,7 @@ const (
 // "internal.listen" (which may be "off" or unix:/path); "" when nothing
 // is. Validate reports it at the field, and `serve` at the flag that
 // overrides the field. Whether two listeners share an address is
-// Validate's alone.
+// SharedListen's.
 func ListenProblem(field, addr string) string {
 	switch field {
 	case "admin.listen":
@@ -194,6 +194,61 @@ func ListenProblem(field, addr string) string {
 	return ""
 }
 
+// listenFields are the fields of the listeners that take an address, in
+// the order SharedListen compares them.
+var listenFields = []string{"listen", "admin.listen", "internal.listen", "decide.listen"}
+
+// sharedListenProblems are Validate's problems for an address that a
+// listener before the one at the key has.
+var sharedListenProblems = map[string]string{
+	"admin.listen":    "%q is also the public listen address",
+	"internal.listen": "%q is also the public or admin listen address",
+	"decide.listen":   "%q is also the public, admin or internal listen address",
+}
+
+// SharedListen returns the field of the first listener before the one at
+// field (in the order listen, admin.listen, internal.listen,
+// decide.listen) to which c gives field's address, and the problem
+// Validate reports at field for it; "", "" when none has it. A listener switched off, a unix socket and a port of the system's
+// choice (":0") share nothing. Which of the two is wrong is the caller's
+// to say: `serve` names the flag that gave either.
+func SharedListen(c *Config, field string) (other, problem string) {
+	addr := listenAddr(c, field)
+	if addr == "" {
+		return "", ""
+	}
+	for _, o := range listenFields {
+		if o == field {
+			break
+		}
+		if listenAddr(c, o) == addr {
+			return o, fmt.Sprintf(sharedListenProblems[field], addr)
+		}
+	}
+	return "", ""
+}
+
+// listenAddr returns the address of the listener at field that no other
+// may have: "" when it is off, a unix socket or a port of the system's
+// choice.
+func listenAddr(c *Config, field string) string {
+	var addr string
+	switch field {
+	case "listen":
+		addr = c.Listen
+	case "admin.listen":
+		addr = c.Admin.Listen
+	case "internal.listen":
+		addr = c.Internal.Listen
+	case "decide.listen":
+		addr = c.Decide.Listen
+	}
+	if addr == "" || addr == ListenOff || strings.HasSuffix(addr, ":0") || unixListenRe.MatchString(addr) {
+		return ""
+	}
+	return addr
+}
+
 func (v *validator) top() {
 	v.oneOf("mode", "mode", v.c.Mode, modes)
 	if problem := ListenProblem("listen", v.c.Listen); problem != "" {
@@ -201,8 +256,8 @@ func (v *validator) top() {
 	}
 	if problem := ListenProblem("admin.listen", v.c.Admin.Listen); problem != "" {
 		v.add("admin.listen", problem)
-	} else if l := v.c.Admin.Listen; l != ListenOff && l == v.c.Listen && !strings.HasSuffix(l, ":0") {
-		v.add("admin.listen", fmt.Sprintf("%q is also the public listen address", l))
+	} else if _, problem := SharedListen(v.c, "admin.listen"); problem != "" {
+		v.add("admin.listen", problem)
 	}
 	if t := v.c.Admin.Token; t != "" && len(t) < 16 {
 		v.add("admin.token", "the token is too short to be a secret: use at least 16 characters (such as the output of `openssl rand -hex 16`)")

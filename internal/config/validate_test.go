@@ -509,3 +509,25 @@ func TestValidateRouteGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedListen: which listener before another has its address, and
+// what never counts as shared.
+func TestSharedListen(t *testing.T) {
+	for _, tc := range []struct {
+		c            Config
+		field, other string
+	}{
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:8080"}}, "admin.listen", "listen"},
+		{Config{Listen: ":0", Admin: Admin{Listen: ":0"}}, "admin.listen", ""},
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: ListenOff}, Internal: Internal{Listen: ListenOff}}, "internal.listen", ""},
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:9090"}, Internal: Internal{Listen: "127.0.0.1:9090"}}, "internal.listen", "admin.listen"},
+		{Config{Internal: Internal{Listen: "unix:/run/f.sock"}, Decide: Decide{Listen: "unix:/run/f.sock"}}, "decide.listen", ""},
+		{Config{Listen: "127.0.0.1:8083", Decide: Decide{Listen: "127.0.0.1:8083"}}, "decide.listen", "listen"},
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:8080"}}, "listen", ""}, // the later one is reported
+	} {
+		other, problem := SharedListen(&tc.c, tc.field)
+		if other != tc.other || (other == "") != (problem == "") {
+			t.Errorf("SharedListen(%+v, %q) = %q, %q, want %q", tc.c, tc.field, other, problem, tc.other)
+		}
+	}
+}
