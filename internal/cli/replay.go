@@ -135,6 +135,11 @@ func runReplay(ctx context.Context, env environ, args []string) error {
 	}
 	res := rp.Result()
 	res.Lines, res.Parsed, res.Unparsed, res.Files = counts.Lines, counts.Parsed, counts.Unparsed, read
+	// Said here too: the JSON and HTML reports hold it where no one
+	// reads it unless they look.
+	for _, line := range report.OrderLines(res.Order) {
+		fmt.Fprintf(env.stderr, "floodgate replay: %s\n", line)
+	}
 	for _, r := range res.Rules {
 		if r.NotReplayed != "" {
 			fmt.Fprintf(env.stderr, "floodgate replay: %s: not replayed: %s\n", r.Name, r.NotReplayed)

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -126,6 +127,49 @@ func TestReplayFileOrder(t *testing.T) {
 	code, out, _ := run(t, nil, "replay", "--limit", "40/1m", withBad)
 	if code != 0 || !strings.Contains(out, "1 record left out: dated up to 7,304 days after the record that followed it") {
 		t.Errorf("exit code %d, stdout:\n%s", code, out)
+	}
+}
+
+// TestReplayOrderOnStderr: requests replayed out of time order, and
+// records left out, are said on standard error too, with how far out of
+// order the worst was, as the JSON report says them only in its order
+// field: here a load balancer's log in which one request took seven
+// minutes, logged as it ended and dated as it arrived, further back than
+// the log is put back in order.
+func TestReplayOrderOnStderr(t *testing.T) {
+	const stamp = "2006-01-02T15:04:05.000000Z"
+	albLine := func(client string, created time.Time, took time.Duration) string {
+		return fmt.Sprintf(`https %s app/lb/1 %s:2817 10.0.0.1:80 0.001 %.3f 0.000 200 200 34 366 "GET https://www.example.com:443/scores HTTP/1.1" "curl/8" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:1:targetgroup/t/1 "Root=1-2" "www.example.com" "-" 0 %s "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`+"\n",
+			created.Add(took).Format(stamp), client, took.Seconds(), created.Format(stamp))
+	}
+	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	slowAt, took := 10*time.Second, 7*time.Minute
+	var b strings.Builder
+	slow := false
+	for i := range 30 * 8 * 60 { // 30 requests a second for 8 minutes, each 10 ms
+		c := t0.Add(time.Duration(i) * time.Second / 30)
+		if !slow && c.After(t0.Add(slowAt+took)) {
+			b.WriteString(albLine("198.51.100.7", t0.Add(slowAt), took))
+			slow = true
+		}
+		b.WriteString(albLine(fmt.Sprintf("192.0.2.%d", i%200), c, 10*time.Millisecond))
+	}
+	log := filepath.Join(t.TempDir(), "alb.log")
+	if err := os.WriteFile(log, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := run(t, nil, "replay", "--limit", "40/1m", "--json", log)
+	var v map[string]any
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v; stderr:\n%s", code, err, stderr)
+	}
+	order, _ := v["order"].(map[string]any)
+	late, _ := order["late_max_seconds"].(float64)
+	if order["late"] != 1.0 || late <= 0 || late > (took-5*time.Minute).Seconds() {
+		t.Errorf("order = %v, want 1 late by at most %v", order, took-5*time.Minute)
+	}
+	if want := "floodgate replay: 1 request out of time order, up to "; !strings.Contains(stderr, want) {
+		t.Errorf("stderr:\n%s\nwant a line starting %q", stderr, want)
 	}
 }
 

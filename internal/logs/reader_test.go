@@ -182,6 +182,14 @@ var parseCases = map[Format][]parseCase{
 		{"request_creation_time", `https 2026-11-30T10:00:40.5Z app/lb/1 203.0.113.9:2817 10.0.0.1:80 0.001 39.999 0.000 200 200 34 366 "GET https://www.example.com:443/scores HTTP/1.1" "curl/8" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:1:targetgroup/t/1 "Root=1-2" "www.example.com" "-" 0 2026-11-30T11:00:00.123456+01:00 "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`, true,
 			want{Time: "2026-11-30T10:00:00.123456Z", Client: "203.0.113.9", Method: "GET", Target: "/scores", Host: "www.example.com", Status: 200, Bytes: 366,
 				UserAgent: "curl/8", HasUserAgent: true, Duration: 39999 * time.Millisecond}},
+		// A line is written when the response ends: a WebSocket's when
+		// the connection closes, an hour after request_creation_time
+		// here, among lines of requests that arrived an hour later. Its
+		// Time is still the arrival, and replay puts it back in order
+		// only as far as ReorderSpan (package replay).
+		{"websocket logged an hour after it arrived", `wss 2026-11-30T11:00:00.000000Z app/lb/1 203.0.113.9:44244 10.0.0.171:8010 0.000 3599.500 0.000 101 101 218 786 "GET https://www.example.com:443/live HTTP/1.1" "-" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:1:targetgroup/t/1 "Root=1-3" "www.example.com" "-" 1 2026-11-30T10:00:00.500000Z "forward" "-" "-" "10.0.0.171:8010" "101" "-" "-"`, true,
+			want{Time: "2026-11-30T10:00:00.5Z", Client: "203.0.113.9", Method: "GET", Target: "/live", Host: "www.example.com", Status: 101, Bytes: 786,
+				HasUserAgent: true, Duration: 3599500 * time.Millisecond}},
 		// Without request_creation_time (lines cut short, logs written
 		// before the field existed), the arrival is time less the three
 		// processing times that are not -1.

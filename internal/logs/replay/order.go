@@ -10,14 +10,28 @@ import (
 )
 
 // Bounds of ReadOrdered. Memory is bounded by the files open at once
-// (each: its Reader's buffers, about 1.1 MiB, and at most reorderBytes
-// of records waiting for their turn), not by the size of the input.
+// (each: its Reader's buffers, about 1.1 MiB, and reorderBytes of records
+// waiting for their turn) and extraBytes, not by the size of the input.
 const (
-	// reorderBytes is how much of each file is held to put it in time
-	// order: a record reaches the replay in time order when it is read
-	// no more than this far (about 8,000 lines of an access log) after
-	// records dated later than it in its file.
+	// ReorderSpan is how far back in time a record may come in its file
+	// and still reach the replay in time order: a file's records are held
+	// until it has been read ReorderSpan past them (its latest time), so
+	// a request that took up to ReorderSpan, logged when it ended and
+	// stamped with its start (an ALB's request_creation_time, floodgate's
+	// access log), is replayed in order however busy the log, within
+	// extraBytes.
+	ReorderSpan = 5 * time.Minute
+	// reorderBytes is how much of each file is held at least, whatever
+	// the time its records span, so a quiet log's records are put back in
+	// order over more than ReorderSpan: about 8,000 lines of an access
+	// log.
 	reorderBytes = 4 << 20
+	// extraBytes is how much the files open at once may hold together,
+	// past reorderBytes each, to cover ReorderSpan: over 100,000 records
+	// of an access log, five minutes of some 400 requests a second. A
+	// busier log, or one whose times never move on, is held to it, and
+	// its records that come back further are late.
+	extraBytes = 64 << 20
 	// maxOpen is how many files are read at once. Files whose times
 	// overlap (one per load balancer node, or per replica, over the same
 	// minutes) are read together and merged; past maxOpen, a file waits
@@ -71,10 +85,12 @@ type LeftOut struct {
 //     among its first records, so files that follow one another in time
 //     are read one after the other and files that overlap are read
 //     together (at most 32 at once);
-//   - within a file, up to 4 MiB of records are held and handed on
-//     earliest first, so that lines written out of order (a server that
+//   - within a file, records are held and handed on earliest first, so
+//     that lines written out of order (a load balancer or server that
 //     logs a request when it ends, stamped with its start) reach fn in
-//     order;
+//     order: each record until the file has been read ReorderSpan past
+//     it, and at least 4 MiB of them, within 64 MiB more for all the
+//     files open;
 //   - a record dated more than FarAhead after every record before it in
 //     its file, and followed by one dated more than FarAhead before it,
 //     is left out and counted in LeftOut; so are up to 16 such records in
@@ -86,7 +102,22 @@ type LeftOut struct {
 // file, in the order named, like logs.ReadFiles, and its error is
 // likewise about opening or reading a file.
 func ReadOrdered(names []string, o logs.ReadOptions, fn func(*logs.Record)) ([]logs.File, LeftOut, error) {
-	m := &merger{o: o, fn: fn, files: make([]logs.File, len(names)), once: make([]bool, len(names))}
+	return readOrdered(names, o, defaultBounds, fn)
+}
+
+// bounds are what the files hold to put records back in time order: each
+// hold bytes at least, and records until it has been read span past them
+// within extra bytes for all the files open; see the constants.
+type bounds struct {
+	hold, extra int
+	span        time.Duration
+}
+
+var defaultBounds = bounds{hold: reorderBytes, extra: extraBytes, span: ReorderSpan}
+
+// readOrdered is ReadOrdered within b.
+func readOrdered(names []string, o logs.ReadOptions, b bounds, fn func(*logs.Record)) ([]logs.File, LeftOut, error) {
+	m := &merger{o: o, b: b, fn: fn, files: make([]logs.File, len(names)), once: make([]bool, len(names))}
 	for i, n := range names {
 		if n == "-" {
 			m.once[i] = true
@@ -328,14 +359,14 @@ func (s *stream) close() {
 	}
 }
 
-// fill reads until the stream holds reorderBytes, or has a head, or the
+// fill reads until the stream may hand on its head (see more), or the
 // file ends.
 func (s *stream) fill() error {
 	for _, h := range s.first {
 		s.take(h)
 	}
 	s.first = nil
-	for !s.eof && (s.bytes < reorderBytes || len(s.heap) == 0) {
+	for !s.eof && s.more() {
 		if !s.in.Next() {
 			if err := s.finish(); err != nil {
 				return err
@@ -358,6 +389,27 @@ func (s *stream) fill() error {
 		s.accept()
 	}
 	return nil
+}
+
+// more reports whether the stream reads on before its head goes: it has
+// none, holds less than the bounds' hold, or has not been read their span
+// past its head while the files open hold less than their extra past
+// hold each.
+func (s *stream) more() bool {
+	b := &s.m.b
+	switch {
+	case len(s.heap) == 0 || s.bytes < b.hold:
+		return true
+	case s.ref >= sat(s.heap[0].time, int64(b.span)):
+		return false
+	}
+	extra := max(0, s.bytes-b.hold)
+	for _, o := range s.m.open {
+		if o != s {
+			extra += max(0, o.bytes-b.hold)
+		}
+	}
+	return extra < b.extra
 }
 
 // take puts a record through the far-ahead check.
@@ -434,6 +486,7 @@ func (s *stream) pop() *held {
 // merger merges streams by their heads.
 type merger struct {
 	o          logs.ReadOptions
+	b          bounds
 	fn         func(*logs.Record)
 	files      []logs.File
 	once       []bool // by file: standard input, a pipe: read only once

@@ -250,17 +250,96 @@ func TestLate(t *testing.T) {
 		t.Errorf("Add out of order: order = %+v, want %+v", got, want)
 	}
 
-	// More lines than a file's reorder bound holds, then one dated before
-	// all of them.
+	// More lines than a file's reorder bound holds, over more than
+	// ReorderSpan, then one dated before all of them.
 	var lines []string
 	n := 2 * reorderBytes / heldOverhead
+	const step = 20 * time.Millisecond
 	for i := range n {
-		lines = append(lines, clfLine(fmt.Sprintf("192.0.2.%d", i%200), t0.Add(time.Duration(i+1)*time.Millisecond)))
+		lines = append(lines, clfLine(fmt.Sprintf("192.0.2.%d", i%200), t0.Add(time.Duration(i+1)*step)))
 	}
 	lines = append(lines, clfLine("192.0.2.1", t0))
 	res := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, writeLog(t, t.TempDir(), "big.log", lines))
-	if res.Order.Late != 1 || res.Order.LateMaxSeconds <= 0 || res.Order.LateMaxSeconds > float64(n)/1000 || res.Requests != int64(n+1) {
-		t.Errorf("order = %+v, requests %d; want 1 late by up to %gs, %d requests", res.Order, res.Requests, float64(n)/1000, n+1)
+	if most := (time.Duration(n) * step).Seconds(); res.Order.Late != 1 || res.Order.LateMaxSeconds <= 0 || res.Order.LateMaxSeconds > most || res.Requests != int64(n+1) {
+		t.Errorf("order = %+v, requests %d; want 1 late by up to %gs, %d requests", res.Order, res.Requests, most, n+1)
+	}
+}
+
+// albLine is an AWS ALB access-log line of a request from client that
+// arrived at created and was answered took later: the line's time, when
+// the load balancer wrote it, is created+took.
+func albLine(client string, created time.Time, took time.Duration) string {
+	const f = "2006-01-02T15:04:05.000000Z"
+	return fmt.Sprintf(`https %s app/lb/1 %s:2817 10.0.0.1:80 0.001 %.3f 0.000 200 200 34 366 "GET https://www.example.com:443/scores HTTP/1.1" "curl/8" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:1:targetgroup/t/1 "Root=1-2" "www.example.com" "-" 0 %s "forward" "-" "-" "10.0.0.1:80" "200" "-" "-"`,
+		created.Add(took).Format(f), client, took.Seconds(), created.Format(f))
+}
+
+// albLog returns the lines an ALB writes, in the order it writes them
+// (as it sends each response), for perSecond requests a second over
+// span from t0, each answered in 10 ms, and one more that arrives at
+// t0+slowAt and is answered took later.
+func albLog(perSecond int, span, slowAt, took time.Duration) []string {
+	type line struct {
+		sent time.Time
+		text string
+	}
+	var ls []line
+	const fast = 10 * time.Millisecond
+	for i := range int(span.Seconds()) * perSecond {
+		c := t0.Add(time.Duration(i) * time.Second / time.Duration(perSecond))
+		ls = append(ls, line{c.Add(fast), albLine(fmt.Sprintf("192.0.2.%d", i%200), c, fast)})
+	}
+	ls = append(ls, line{t0.Add(slowAt + took), albLine("198.51.100.7", t0.Add(slowAt), took)})
+	slices.SortStableFunc(ls, func(a, b line) int { return a.sent.Compare(b.sent) })
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = l.text
+	}
+	return out
+}
+
+// TestReorderSpan: a request logged when it ended and stamped with its
+// start (ALB's request_creation_time) is put back in order when it took
+// up to ReorderSpan, however busy the log, within what the files may
+// hold; one that took longer, or in a log busier than that, is late, by
+// no more than it took less the span.
+func TestReorderSpan(t *testing.T) {
+	const s, m = time.Second, time.Minute
+	small := bounds{hold: 64 << 10, extra: 256 << 10, span: ReorderSpan} // about 850 records
+	for _, tc := range []struct {
+		name               string
+		b                  bounds
+		perSecond          int
+		span, slowAt, took time.Duration
+		late               int64
+		lateMin, lateMax   time.Duration
+	}{
+		{"a minute-long request in a busy log", defaultBounds, 500, 90 * s, 5 * s, m, 0, 0, 0},
+		{"a long request in a quiet log", defaultBounds, 1, 20 * m, 10 * s, 10 * m, 0, 0, 0},
+		{"a request longer than the span", defaultBounds, 50, 8 * m, 10 * s, 7 * m, 1, 7*m - ReorderSpan - s, 7*m - ReorderSpan + s},
+		{"a log busier than the files may hold", small, 500, 90 * s, 5 * s, m, 1, s, m},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := writeLog(t, t.TempDir(), "alb.log", albLog(tc.perSecond, tc.span, tc.slowAt, tc.took))
+			var clock, late, lateMax, n int64
+			_, _, err := readOrdered([]string{name}, logs.ReadOptions{}, tc.b, func(r *logs.Record) {
+				if r.Time < clock {
+					late++
+					lateMax = max(lateMax, clock-r.Time)
+				}
+				clock = max(clock, r.Time)
+				n++
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := int64(tc.span.Seconds())*int64(tc.perSecond) + 1; n != want {
+				t.Fatalf("%d records, want %d", n, want)
+			}
+			if late != tc.late || time.Duration(lateMax) < tc.lateMin || time.Duration(lateMax) > tc.lateMax {
+				t.Errorf("%d late by up to %v, want %d by %v to %v", late, time.Duration(lateMax), tc.late, tc.lateMin, tc.lateMax)
+			}
+		})
 	}
 }
 

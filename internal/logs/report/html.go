@@ -231,7 +231,7 @@ func ReplayHTML(w io.Writer, r *replay.Result) error {
 	if r.Unrouted > 0 {
 		p.Summary = append(p.Summary, fmt.Sprintf("%s requests matched no route, or were not HTTP, and met no rule.", i64(r.Unrouted)))
 	}
-	if o := orderLines(r.Order); len(o) > 0 {
+	if o := OrderLines(r.Order); len(o) > 0 {
 		for _, line := range o {
 			p.Summary = append(p.Summary, strings.ToUpper(line[:1])+line[1:]+".")
 		}

@@ -169,7 +169,7 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	if r.Unrouted > 0 {
 		printf(w, "  %s requests matched no route or were not HTTP (the gateway answers them 404 or 400 before any rule)\n", num(r.Unrouted))
 	}
-	for _, line := range orderLines(r.Order) {
+	for _, line := range OrderLines(r.Order) {
 		printf(w, "  %s\n", line)
 	}
 	if r.StoreEvictions > 0 {
@@ -230,9 +230,9 @@ func ReplayTable(w io.Writer, r *replay.Result) {
 	}
 }
 
-// orderLines says, in sentences, how far from time order the requests
+// OrderLines says, in sentences, how far from time order the requests
 // reached the engine; nothing when they came in order.
-func orderLines(o replay.Order) []string {
+func OrderLines(o replay.Order) []string {
 	var out []string
 	if o.LeftOut > 0 {
 		out = append(out, fmt.Sprintf("%s %s left out: dated up to %s after the record that followed %s in %s file, and more than %s after every record before %s (a wrong clock or a corrupt line)",
