@@ -209,6 +209,11 @@ done
 
 declare -A rps p50 p99 dp99 bad cpu_u cpu_s lcpu
 echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# stolen prints "STEAL TOTAL", the machine's CPU time (ticks) taken by the
+# hypervisor for others and its total, from /proc/stat: on a shared VM,
+# stolen time is the other tenants' load, which moves every figure.
+stolen() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat; }
+read -r steal0 total0 <<<"$(stolen)"
 if [ -n "${GATEWAY_GODEBUG:-}" ]; then
 	echo "# floodgate runs with GODEBUG=$GATEWAY_GODEBUG" >&2
 fi
@@ -355,3 +360,7 @@ if [ ${#summary[@]} -gt 0 ]; then
 	echo
 	printf '%s\n' "${summary[@]}"
 fi
+read -r steal1 total1 <<<"$(stolen)"
+steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN { if (t > 0) printf "%.1f", 100 * s / t; else print 0 }')
+echo
+echo "CPU time stolen by the hypervisor during the run: $steal % (other tenants' load; above 1 %, read this run's figures with care)"
