@@ -145,10 +145,11 @@ func TestServeListenFlagsChecked(t *testing.T) {
 		{[]string{"--admin-listen", "admin"}, `--admin-listen: "admin" is not host:port (missing port), such as 127.0.0.1:9090, nor "off"`},
 		{[]string{"--internal-listen", "internal"}, `--internal-listen: "internal" is neither host:port (missing port) nor unix:/path/to.sock`},
 		{[]string{"--admin-listen", "127.0.0.1:8080"}, `--admin-listen: "127.0.0.1:8080" is also the public listen address`},
-		{[]string{"--listen", "127.0.0.1:7000", "--admin-listen", "127.0.0.1:7000"}, `--admin-listen: "127.0.0.1:7000" is also the public listen address`},
-		{[]string{"--internal-listen", "127.0.0.1:9090"}, `--internal-listen: "127.0.0.1:9090" is also the public or admin listen address`},
+		{[]string{"--listen", "127.0.0.1:7000", "--admin-listen", "127.0.0.1:7000"}, `--admin-listen: "127.0.0.1:7000" is also the public listen address, given by --listen`},
+		{[]string{"--internal-listen", "127.0.0.1:9090"}, `--internal-listen: "127.0.0.1:9090" is also the admin listen address`},
+		{[]string{"--internal-listen", "127.0.0.1:8080"}, `--internal-listen: "127.0.0.1:8080" is also the public listen address`},
 		{[]string{"--listen", "127.0.0.1:9090"}, `--listen: "127.0.0.1:9090" is also the admin listen address`},
-		{[]string{"--admin-listen", "127.0.0.1:7000", "--internal-listen", "127.0.0.1:7000"}, `--internal-listen: "127.0.0.1:7000" is also the public or admin listen address`},
+		{[]string{"--admin-listen", "127.0.0.1:7000", "--internal-listen", "127.0.0.1:7000"}, `--internal-listen: "127.0.0.1:7000" is also the admin listen address, given by --admin-listen`},
 	} {
 		code, _, stderr := run(t, map[string]string{"FLOODGATE_UPSTREAM": "http://127.0.0.1:9"},
 			append([]string{"serve", "--config", example, "--no-watch"}, tc.args...)...)
@@ -166,7 +167,8 @@ func TestDemoListenFlagsChecked(t *testing.T) {
 		want string
 	}{
 		{[]string{"--listen", "nonsense"}, `--listen: "nonsense" is not host:port (missing port), such as 127.0.0.1:8080 or :8080`},
-		{[]string{"--admin-listen", "127.0.0.1:8080"}, `--admin-listen: "127.0.0.1:8080" is also the public listen address`},
+		// demo's public address is always --listen's, by default 127.0.0.1:8080.
+		{[]string{"--admin-listen", "127.0.0.1:8080"}, `--admin-listen: "127.0.0.1:8080" is also the public listen address, given by --listen`},
 	} {
 		code, _, stderr := run(t, nil, append([]string{"demo"}, tc.args...)...)
 		if want := "floodgate demo: " + tc.want + "\n"; code != 2 || stderr != want {

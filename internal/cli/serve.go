@@ -134,29 +134,42 @@ func (sf serveFlags) checkFlags() error {
 
 // flagProblem returns, as a usage error naming the flag, the first of
 // problems at a field that a flag replaced: what only the whole
-// configuration shows, such as an address another listener has. An
+// configuration shows, such as an address another listener has (naming
+// the flag that gave the other listener its address, if one did). An
 // address of the file's that a flag gives a listener before it is the
 // flag's mistake too.
 func (sf serveFlags) flagProblem(c *config.Config, problems config.Problems) error {
+	byField := sf.overridesByField()
 	for _, o := range sf.overrides() {
 		for _, p := range problems {
-			if p.Field == o.field {
-				return usageError{config.Problem{Field: o.flag, Msg: p.Msg, Allowed: p.Allowed}}
+			if p.Field != o.field {
+				continue
 			}
+			msg := p.Msg
+			if other, problem := config.SharedListen(c, p.Field); problem != "" && p.Msg == problem {
+				if theirs, ok := byField[other]; ok {
+					msg += ", given by " + theirs.flag
+				}
+			}
+			return usageError{config.Problem{Field: o.flag, Msg: msg, Allowed: p.Allowed}}
 		}
 	}
 	for _, p := range problems {
 		if o, fileField, ok := sf.sharedWithFlag(c, p); ok {
 			return usageError{config.Problem{Field: o.flag,
-				Msg: fmt.Sprintf("%q is also the %s listen address", o.value, listenerNames[fileField])}}
+				Msg: fmt.Sprintf("%q is also the %s listen address", o.value, config.ListenerName(fileField))}}
 		}
 	}
 	return nil
 }
 
-// listenerNames name the listeners in messages, by field.
-var listenerNames = map[string]string{
-	"listen": "public", "admin.listen": "admin", "internal.listen": "internal", "decide.listen": "decision",
+// overridesByField returns the flags given, by the field each replaces.
+func (sf serveFlags) overridesByField() map[string]flagOverride {
+	byField := map[string]flagOverride{}
+	for _, o := range sf.overrides() {
+		byField[o.field] = o
+	}
+	return byField
 }
 
 // sharedWithFlag reports whether p is Validate's problem of two listeners
@@ -167,10 +180,7 @@ func (sf serveFlags) sharedWithFlag(c *config.Config, p config.Problem) (o flagO
 	if problem == "" || p.Msg != problem {
 		return flagOverride{}, "", false
 	}
-	byField := map[string]flagOverride{}
-	for _, o := range sf.overrides() {
-		byField[o.field] = o
-	}
+	byField := sf.overridesByField()
 	mine, fieldByFlag := byField[p.Field]
 	theirs, otherByFlag := byField[other]
 	switch {
@@ -191,7 +201,7 @@ func (sf serveFlags) fileSideOfFlags(f *config.File, problems config.Problems) c
 	for i, p := range out {
 		if o, fileField, ok := sf.sharedWithFlag(&f.Config, p); ok {
 			out[i] = f.Problem(fileField, fmt.Sprintf("%q is also the %s listen address, given by %s",
-				o.value, listenerNames[o.field], o.flag))
+				o.value, config.ListenerName(o.field), o.flag))
 		}
 	}
 	return out

@@ -198,20 +198,23 @@ func ListenProblem(field, addr string) string {
 // the order SharedListen compares them.
 var listenFields = []string{"listen", "admin.listen", "internal.listen", "decide.listen"}
 
-// sharedListenProblems are Validate's problems for an address that a
-// listener before the one at the key has.
-var sharedListenProblems = map[string]string{
-	"admin.listen":    "%q is also the public listen address",
-	"internal.listen": "%q is also the public or admin listen address",
-	"decide.listen":   "%q is also the public, admin or internal listen address",
+// ListenerName returns the name of the listener at field in messages:
+// public, admin, internal or decision.
+func ListenerName(field string) string {
+	return listenerNames[field]
+}
+
+var listenerNames = map[string]string{
+	"listen": "public", "admin.listen": "admin", "internal.listen": "internal", "decide.listen": "decision",
 }
 
 // SharedListen returns the field of the first listener before the one at
 // field (in the order listen, admin.listen, internal.listen,
 // decide.listen) to which c gives field's address, and the problem
-// Validate reports at field for it; "", "" when none has it. A listener switched off, a unix socket and a port of the system's
-// choice (":0") share nothing. Which of the two is wrong is the caller's
-// to say: `serve` names the flag that gave either.
+// Validate reports at field for it, naming that listener; "", "" when
+// none has it. A listener switched off, a unix socket and a port of the
+// system's choice (":0") share nothing. Which of the two is wrong is the
+// caller's to say: `serve` names the flag that gave either.
 func SharedListen(c *Config, field string) (other, problem string) {
 	addr := listenAddr(c, field)
 	if addr == "" {
@@ -222,7 +225,7 @@ func SharedListen(c *Config, field string) (other, problem string) {
 			break
 		}
 		if listenAddr(c, o) == addr {
-			return o, fmt.Sprintf(sharedListenProblems[field], addr)
+			return o, fmt.Sprintf("%q is also the %s listen address", addr, ListenerName(o))
 		}
 	}
 	return "", ""

@@ -510,24 +510,33 @@ func TestValidateRouteGroups(t *testing.T) {
 	}
 }
 
-// TestSharedListen: which listener before another has its address, and
-// what never counts as shared.
+// TestSharedListen: which listener before another has its address, what
+// never counts as shared, and the problem naming that one listener.
 func TestSharedListen(t *testing.T) {
 	for _, tc := range []struct {
-		c            Config
-		field, other string
+		c                     Config
+		field, other, problem string
 	}{
-		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:8080"}}, "admin.listen", "listen"},
-		{Config{Listen: ":0", Admin: Admin{Listen: ":0"}}, "admin.listen", ""},
-		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: ListenOff}, Internal: Internal{Listen: ListenOff}}, "internal.listen", ""},
-		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:9090"}, Internal: Internal{Listen: "127.0.0.1:9090"}}, "internal.listen", "admin.listen"},
-		{Config{Internal: Internal{Listen: "unix:/run/f.sock"}, Decide: Decide{Listen: "unix:/run/f.sock"}}, "decide.listen", ""},
-		{Config{Listen: "127.0.0.1:8083", Decide: Decide{Listen: "127.0.0.1:8083"}}, "decide.listen", "listen"},
-		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:8080"}}, "listen", ""}, // the later one is reported
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:8080"}}, "admin.listen", "listen",
+			`"127.0.0.1:8080" is also the public listen address`},
+		{Config{Listen: ":0", Admin: Admin{Listen: ":0"}}, "admin.listen", "", ""},
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: ListenOff}, Internal: Internal{Listen: ListenOff}}, "internal.listen", "", ""},
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:9090"}, Internal: Internal{Listen: "127.0.0.1:9090"}}, "internal.listen", "admin.listen",
+			`"127.0.0.1:9090" is also the admin listen address`},
+		{Config{Listen: "127.0.0.1:8080", Internal: Internal{Listen: "127.0.0.1:8080"}}, "internal.listen", "listen",
+			`"127.0.0.1:8080" is also the public listen address`},
+		{Config{Internal: Internal{Listen: "unix:/run/f.sock"}, Decide: Decide{Listen: "unix:/run/f.sock"}}, "decide.listen", "", ""},
+		{Config{Listen: "127.0.0.1:8083", Decide: Decide{Listen: "127.0.0.1:8083"}}, "decide.listen", "listen",
+			`"127.0.0.1:8083" is also the public listen address`},
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:8083"}, Decide: Decide{Listen: "127.0.0.1:8083"}}, "decide.listen", "admin.listen",
+			`"127.0.0.1:8083" is also the admin listen address`},
+		{Config{Listen: "127.0.0.1:8080", Internal: Internal{Listen: "127.0.0.1:8083"}, Decide: Decide{Listen: "127.0.0.1:8083"}}, "decide.listen", "internal.listen",
+			`"127.0.0.1:8083" is also the internal listen address`},
+		{Config{Listen: "127.0.0.1:8080", Admin: Admin{Listen: "127.0.0.1:8080"}}, "listen", "", ""}, // the later one is reported
 	} {
 		other, problem := SharedListen(&tc.c, tc.field)
-		if other != tc.other || (other == "") != (problem == "") {
-			t.Errorf("SharedListen(%+v, %q) = %q, %q, want %q", tc.c, tc.field, other, problem, tc.other)
+		if other != tc.other || problem != tc.problem {
+			t.Errorf("SharedListen(%+v, %q) = %q, %q, want %q, %q", tc.c, tc.field, other, problem, tc.other, tc.problem)
 		}
 	}
 }
