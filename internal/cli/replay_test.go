@@ -132,8 +132,8 @@ func TestReplayFileOrder(t *testing.T) {
 
 // TestReplayOrderOnStderr: requests replayed out of time order, and
 // records left out, are said on standard error too, with how far out of
-// order the worst was, as the JSON report says them only in its order
-// field: here a load balancer's log in which one request took seven
+// order the worst was and why they were late, as the JSON report says
+// them only in its order field: here a load balancer's log in which one request took seven
 // minutes, logged as it ended and dated as it arrived, further back than
 // the log is put back in order.
 func TestReplayOrderOnStderr(t *testing.T) {
@@ -168,8 +168,14 @@ func TestReplayOrderOnStderr(t *testing.T) {
 	if order["late"] != 1.0 || late <= 0 || late > (took-5*time.Minute).Seconds() {
 		t.Errorf("order = %v, want 1 late by at most %v", order, took-5*time.Minute)
 	}
+	if diff := cmp.Diff(order["late_reasons"], any(map[string]any{"span": 1.0, "memory": 0.0, "open_files": 0.0})); diff != "" {
+		t.Errorf("order.late_reasons (-got +want), the line came more than five minutes after later ones:\n%s", diff)
+	}
 	if want := "floodgate replay: 1 request out of time order, up to "; !strings.Contains(stderr, want) {
 		t.Errorf("stderr:\n%s\nwant a line starting %q", stderr, want)
+	}
+	if want := " older than one replayed before (1 logged more than 5m0s after later ones in its file): "; !strings.Contains(stderr, want) {
+		t.Errorf("stderr:\n%s\nwant why it was late: %q", stderr, want)
 	}
 }
 

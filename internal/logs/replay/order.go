@@ -11,7 +11,7 @@ import (
 
 // Bounds of ReadOrdered. Memory is bounded by the files open at once
 // (each: its Reader's buffers, about 1.1 MiB, and reorderBytes of records
-// waiting for their turn) and extraBytes, not by the size of the input.
+// waiting for their turn) and ExtraBytes, not by the size of the input.
 const (
 	// ReorderSpan is how far back in time a record may come in its file
 	// and still reach the replay in time order: a file's records are held
@@ -19,25 +19,25 @@ const (
 	// a request that took up to ReorderSpan, logged when it ended and
 	// stamped with its start (an ALB's request_creation_time, floodgate's
 	// access log), is replayed in order however busy the log, within
-	// extraBytes.
+	// ExtraBytes.
 	ReorderSpan = 5 * time.Minute
 	// reorderBytes is how much of each file is held at least, whatever
 	// the time its records span, so a quiet log's records are put back in
 	// order over more than ReorderSpan: about 8,000 lines of an access
 	// log.
 	reorderBytes = 4 << 20
-	// extraBytes is how much the files open at once may hold together,
+	// ExtraBytes is how much the files open at once may hold together,
 	// past reorderBytes each, to cover ReorderSpan: over 100,000 records
 	// of an access log, five minutes of some 400 requests a second. A
 	// busier log, or one whose times never move on, is held to it, and
 	// its records that come back further are late.
-	extraBytes = 64 << 20
-	// maxOpen is how many files are read at once. Files whose times
+	ExtraBytes = 64 << 20
+	// MaxOpen is how many files are read at once. Files whose times
 	// overlap (one per load balancer node, or per replica, over the same
-	// minutes) are read together and merged; past maxOpen, a file waits
+	// minutes) are read together and merged; past MaxOpen, a file waits
 	// for another to end, and those of its records that are then older
 	// than the replay's clock are counted late.
-	maxOpen = 32
+	MaxOpen = 32
 	// FarAhead is how much later than the records around it a record must
 	// be to be left out: one dated more than FarAhead after every record
 	// read before it in its file, and followed in the file by a record
@@ -75,6 +75,29 @@ type LeftOut struct {
 	MaxAhead time.Duration
 }
 
+// Lateness says why ReadOrdered handed a record on after a later one:
+// the bound that a record further out of order than it could put back in
+// time order went past.
+type Lateness uint8
+
+const (
+	// OnTime: no record handed on before it was later.
+	OnTime Lateness = iota
+	// LateSpan: its line came more than ReorderSpan (of log time) after
+	// those of later records of its file, such as a request longer than
+	// that logged when it ended and stamped with its start, or more than
+	// openLead before the first records of its file, by which the file
+	// was opened.
+	LateSpan
+	// LateMemory: the files open held all they may together (ExtraBytes
+	// past their reorderBytes each), so its file handed on later records
+	// before its line was read.
+	LateMemory
+	// LateOpenFiles: its file waited to be opened, its time reached,
+	// because MaxOpen others were open.
+	LateOpenFiles
+)
+
 // ReadOrdered reads the named logs ("-" is o.Stdin; it and a path that is
 // not a regular file, such as a pipe, are read once) and calls
 // fn for every record in time order, whatever the order of the files and
@@ -97,11 +120,11 @@ type LeftOut struct {
 //     a row.
 //
 // Records further out of order than the bounds reach fn late, after later
-// ones: fn's caller can tell (replay counts them). The record passed to
-// fn is valid only until fn returns. It returns what was read from each
+// ones, with why (OnTime for the others): replay counts them. The record
+// passed to fn is valid only until fn returns. It returns what was read from each
 // file, in the order named, like logs.ReadFiles, and its error is
 // likewise about opening or reading a file.
-func ReadOrdered(names []string, o logs.ReadOptions, fn func(*logs.Record)) ([]logs.File, LeftOut, error) {
+func ReadOrdered(names []string, o logs.ReadOptions, fn func(*logs.Record, Lateness)) ([]logs.File, LeftOut, error) {
 	return readOrdered(names, o, defaultBounds, fn)
 }
 
@@ -113,11 +136,12 @@ type bounds struct {
 	span        time.Duration
 }
 
-var defaultBounds = bounds{hold: reorderBytes, extra: extraBytes, span: ReorderSpan}
+var defaultBounds = bounds{hold: reorderBytes, extra: ExtraBytes, span: ReorderSpan}
 
 // readOrdered is ReadOrdered within b.
-func readOrdered(names []string, o logs.ReadOptions, b bounds, fn func(*logs.Record)) ([]logs.File, LeftOut, error) {
-	m := &merger{o: o, b: b, fn: fn, files: make([]logs.File, len(names)), once: make([]bool, len(names))}
+func readOrdered(names []string, o logs.ReadOptions, b bounds, fn func(*logs.Record, Lateness)) ([]logs.File, LeftOut, error) {
+	m := &merger{o: o, b: b, fn: fn, files: make([]logs.File, len(names)), once: make([]bool, len(names)),
+		clock: math.MinInt64}
 	for i, n := range names {
 		if n == "-" {
 			m.once[i] = true
@@ -295,13 +319,20 @@ type stream struct {
 	eof    bool
 	peek   bool  // opened only to date the file: its bytes are read again
 	start  int64 // earliest time among the first records
+	waited bool  // opened late: MaxOpen others were open when its time came
+	// stop is why fill stopped with the head it has; popped is the latest
+	// time handed on from the file, and poppedWhy the stop of its record:
+	// why a record read after it and older had not been read in time.
+	stop      Lateness
+	popped    int64
+	poppedWhy Lateness
 	// first are the file's first records, read to date it.
 	first []*held
 }
 
 // openStream opens a file and reads its first records, to date it.
 func (m *merger) openStream(index int, name string, peek bool) (*stream, error) {
-	s := &stream{m: m, index: index, name: name, peek: peek}
+	s := &stream{m: m, index: index, name: name, peek: peek, popped: math.MinInt64}
 	in, err := logs.Open(name, m.o)
 	if err != nil {
 		return nil, err
@@ -366,7 +397,12 @@ func (s *stream) fill() error {
 		s.take(h)
 	}
 	s.first = nil
-	for !s.eof && s.more() {
+	for !s.eof {
+		more, why := s.more()
+		if !more {
+			s.stop = why
+			break
+		}
 		if !s.in.Next() {
 			if err := s.finish(); err != nil {
 				return err
@@ -394,14 +430,15 @@ func (s *stream) fill() error {
 // more reports whether the stream reads on before its head goes: it has
 // none, holds less than the bounds' hold, or has not been read their span
 // past its head while the files open hold less than their extra past
-// hold each.
-func (s *stream) more() bool {
+// hold each. When it does not, it says which bound its head goes by:
+// LateSpan or LateMemory, why a record read after it and older is late.
+func (s *stream) more() (bool, Lateness) {
 	b := &s.m.b
 	switch {
 	case len(s.heap) == 0 || s.bytes < b.hold:
-		return true
+		return true, OnTime
 	case s.ref >= sat(s.heap[0].time, int64(b.span)):
-		return false
+		return false, LateSpan
 	}
 	extra := max(0, s.bytes-b.hold)
 	for _, o := range s.m.open {
@@ -409,7 +446,10 @@ func (s *stream) more() bool {
 			extra += max(0, o.bytes-b.hold)
 		}
 	}
-	return extra < b.extra
+	if extra < b.extra {
+		return true, OnTime
+	}
+	return false, LateMemory
 }
 
 // take puts a record through the far-ahead check.
@@ -476,18 +516,35 @@ func (s *stream) head() *held {
 	return s.heap[0].h
 }
 
-// pop removes the head.
-func (s *stream) pop() *held {
+// pop removes the head, and says why it would be late if a record
+// handed on before it was later: a record of its own file was (it was
+// read after that one went, for the bound that one went by), or else
+// another file's was, and then its file was opened after that record
+// went, for it waited (LateOpenFiles) or its first records were dated
+// more than openLead after it (LateSpan).
+func (s *stream) pop() (*held, Lateness) {
 	h := s.heap.pop()
 	s.bytes -= h.size()
-	return h
+	why := s.poppedWhy
+	switch {
+	case h.rec.Time < s.popped:
+	case s.waited:
+		why = LateOpenFiles
+	default:
+		why = LateSpan
+	}
+	if h.rec.Time > s.popped {
+		s.popped, s.poppedWhy = h.rec.Time, s.stop
+	}
+	return h, why
 }
 
 // merger merges streams by their heads.
 type merger struct {
 	o          logs.ReadOptions
 	b          bounds
-	fn         func(*logs.Record)
+	fn         func(*logs.Record, Lateness)
+	clock      int64 // the latest time handed on
 	files      []logs.File
 	once       []bool // by file: standard input, a pipe: read only once
 	left       LeftOut
@@ -504,10 +561,11 @@ type merger struct {
 // pending is a file not yet opened, with the earliest time among its
 // first records.
 type pending struct {
-	index int
-	name  string
-	start int64
-	s     *stream // standard input or a pipe, opened to date it
+	index  int
+	name   string
+	start  int64
+	s      *stream // standard input or a pipe, opened to date it
+	waited bool    // its time came while MaxOpen files were open
 }
 
 func (m *merger) run(names []string) error {
@@ -545,14 +603,16 @@ func (m *merger) run(names []string) error {
 		})
 	}
 	var cur *held
+	waited := 0 // how many of queue, from the first, the merge reached while MaxOpen were open
 	for {
 		// Open the files the merge has reached.
-		for len(queue) > 0 && len(m.open) < maxOpen {
+		for len(queue) > 0 && len(m.open) < MaxOpen {
 			if h := m.headOf(); h != nil && sat(queue[0].start, -int64(openLead)) > h.rec.Time {
 				break
 			}
 			p := queue[0]
 			queue = queue[1:]
+			waited = max(0, waited-1)
 			s := p.s
 			if s == nil {
 				var err error
@@ -560,6 +620,7 @@ func (m *merger) run(names []string) error {
 					return err
 				}
 			}
+			s.waited = p.waited
 			if err := s.fill(); err != nil {
 				return err
 			}
@@ -578,11 +639,24 @@ func (m *merger) run(names []string) error {
 			}
 		}
 		s := m.open[best]
+		// The files the merge has reached that cannot be opened yet wait:
+		// those of their records older than the merge when they are
+		// opened are late.
+		for len(m.open) >= MaxOpen && waited < len(queue) &&
+			sat(queue[waited].start, -int64(openLead)) <= s.head().rec.Time {
+			queue[waited].waited = true
+			waited++
+		}
 		if cur != nil {
 			m.put(cur)
 		}
-		cur = s.pop()
-		m.fn(&cur.rec)
+		var why Lateness
+		cur, why = s.pop()
+		if cur.rec.Time >= m.clock {
+			why = OnTime
+		}
+		m.clock = max(m.clock, cur.rec.Time)
+		m.fn(&cur.rec, why)
 		if err := s.fill(); err != nil {
 			return err
 		}

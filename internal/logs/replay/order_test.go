@@ -192,7 +192,7 @@ func TestFarAhead(t *testing.T) {
 			}
 			name := writeLog(t, t.TempDir(), "a.log", lines)
 			var got []int64
-			files, left, err := ReadOrdered([]string{name}, logs.ReadOptions{}, func(r *logs.Record) { got = append(got, r.Time) })
+			files, left, err := ReadOrdered([]string{name}, logs.ReadOptions{}, func(r *logs.Record, _ Lateness) { got = append(got, r.Time) })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,6 +246,8 @@ func TestLate(t *testing.T) {
 	for _, off := range []time.Duration{10 * time.Second, 0, 5 * time.Second, 20 * time.Second} {
 		r.Add(context.Background(), record("192.0.2.1", "GET", "/", browserUA, t0.Add(off)))
 	}
+	// Given to Add out of order, they are late for no reason ReadOrdered
+	// knows.
 	if got, want := r.Result().Order, (Order{Late: 2, LateMaxSeconds: 10}); got != want {
 		t.Errorf("Add out of order: order = %+v, want %+v", got, want)
 	}
@@ -262,6 +264,9 @@ func TestLate(t *testing.T) {
 	res := replayFiles(t, Options{Rules: set, LogOnly: true}, logs.ReadOptions{}, writeLog(t, t.TempDir(), "big.log", lines))
 	if most := (time.Duration(n) * step).Seconds(); res.Order.Late != 1 || res.Order.LateMaxSeconds <= 0 || res.Order.LateMaxSeconds > most || res.Requests != int64(n+1) {
 		t.Errorf("order = %+v, requests %d; want 1 late by up to %gs, %d requests", res.Order, res.Requests, most, n+1)
+	}
+	if want := (LateReasons{Span: 1}); res.Order.LateReasons != want {
+		t.Errorf("late for %+v, want %+v: its line came more than ReorderSpan after later ones", res.Order.LateReasons, want)
 	}
 }
 
@@ -298,11 +303,47 @@ func albLog(perSecond int, span, slowAt, took time.Duration) []string {
 	return out
 }
 
+// lateness is what readLate saw: the records, those older than one
+// handed on before them, by how much at most, and by reason.
+type lateness struct {
+	records, late int64
+	max           time.Duration
+	reasons       LateReasons
+}
+
+// readLate reads names within b and says which records came late and
+// why, failing t when a record is given a reason and is not late, or is
+// late without one.
+func readLate(t *testing.T, names []string, b bounds) lateness {
+	t.Helper()
+	var got lateness
+	var clock int64
+	wrong := 0
+	_, _, err := readOrdered(names, logs.ReadOptions{}, b, func(r *logs.Record, why Lateness) {
+		got.records++
+		if late := r.Time < clock; late != (why != OnTime) {
+			wrong++
+		} else if late {
+			got.late++
+			got.max = max(got.max, time.Duration(clock-r.Time))
+			got.reasons.add(why)
+		}
+		clock = max(clock, r.Time)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wrong > 0 {
+		t.Errorf("%d records given a reason to be late when they are not, or late without one", wrong)
+	}
+	return got
+}
+
 // TestReorderSpan: a request logged when it ended and stamped with its
 // start (ALB's request_creation_time) is put back in order when it took
 // up to ReorderSpan, however busy the log, within what the files may
 // hold; one that took longer, or in a log busier than that, is late, by
-// no more than it took less the span.
+// no more than it took less the span, and said late for that reason.
 func TestReorderSpan(t *testing.T) {
 	const s, m = time.Second, time.Minute
 	small := bounds{hold: 64 << 10, extra: 256 << 10, span: ReorderSpan} // about 850 records
@@ -313,34 +354,85 @@ func TestReorderSpan(t *testing.T) {
 		span, slowAt, took time.Duration
 		late               int64
 		lateMin, lateMax   time.Duration
+		reasons            LateReasons
 	}{
-		{"a minute-long request in a busy log", defaultBounds, 500, 90 * s, 5 * s, m, 0, 0, 0},
-		{"a long request in a quiet log", defaultBounds, 1, 20 * m, 10 * s, 10 * m, 0, 0, 0},
-		{"a request longer than the span", defaultBounds, 50, 8 * m, 10 * s, 7 * m, 1, 7*m - ReorderSpan - s, 7*m - ReorderSpan + s},
-		{"a log busier than the files may hold", small, 500, 90 * s, 5 * s, m, 1, s, m},
+		{"a minute-long request in a busy log", defaultBounds, 500, 90 * s, 5 * s, m, 0, 0, 0, LateReasons{}},
+		{"a long request in a quiet log", defaultBounds, 1, 20 * m, 10 * s, 10 * m, 0, 0, 0, LateReasons{}},
+		{"a request longer than the span", defaultBounds, 50, 8 * m, 10 * s, 7 * m, 1, 7*m - ReorderSpan - s, 7*m - ReorderSpan + s, LateReasons{Span: 1}},
+		{"a log busier than the files may hold", small, 500, 90 * s, 5 * s, m, 1, s, m, LateReasons{Memory: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			name := writeLog(t, t.TempDir(), "alb.log", albLog(tc.perSecond, tc.span, tc.slowAt, tc.took))
-			var clock, late, lateMax, n int64
-			_, _, err := readOrdered([]string{name}, logs.ReadOptions{}, tc.b, func(r *logs.Record) {
-				if r.Time < clock {
-					late++
-					lateMax = max(lateMax, clock-r.Time)
-				}
-				clock = max(clock, r.Time)
-				n++
-			})
-			if err != nil {
-				t.Fatal(err)
+			got := readLate(t, []string{name}, tc.b)
+			if want := int64(tc.span.Seconds())*int64(tc.perSecond) + 1; got.records != want {
+				t.Fatalf("%d records, want %d", got.records, want)
 			}
-			if want := int64(tc.span.Seconds())*int64(tc.perSecond) + 1; n != want {
-				t.Fatalf("%d records, want %d", n, want)
+			if got.late != tc.late || got.max < tc.lateMin || got.max > tc.lateMax {
+				t.Errorf("%d late by up to %v, want %d by %v to %v", got.late, got.max, tc.late, tc.lateMin, tc.lateMax)
 			}
-			if late != tc.late || time.Duration(lateMax) < tc.lateMin || time.Duration(lateMax) > tc.lateMax {
-				t.Errorf("%d late by up to %v, want %d by %v to %v", late, time.Duration(lateMax), tc.late, tc.lateMin, tc.lateMax)
+			if got.reasons != tc.reasons {
+				t.Errorf("late for %+v, want %+v", got.reasons, tc.reasons)
 			}
 		})
 	}
+}
+
+// TestLateAcrossFiles: a record that comes late after another file's is
+// said late for why: its file waited to be opened while MaxOpen others
+// were; its line came more than ReorderSpan after its file's first lines,
+// by which the file was opened; or a slow request past the span in one
+// of two files of the same minutes.
+func TestLateAcrossFiles(t *testing.T) {
+	const s, m = time.Second, time.Minute
+	every := func(from time.Time, n int) []string { // a line a second
+		var lines []string
+		for i := range n {
+			lines = append(lines, clfLine("192.0.2.1", from.Add(time.Duration(i)*s)))
+		}
+		return lines
+	}
+
+	t.Run("a file that waited while others were open", func(t *testing.T) {
+		dir := t.TempDir()
+		var names []string
+		for f := range MaxOpen + 1 {
+			// The last begins a second after the others: it is the one
+			// that waits, until one of them ends ten minutes later.
+			names = append(names, writeLog(t, dir, fmt.Sprintf("n%02d.log", f), every(t0.Add(time.Duration(f/MaxOpen)*s), 600)))
+		}
+		got := readLate(t, names, defaultBounds)
+		if got.late < 500 || got.reasons != (LateReasons{OpenFiles: got.late}) {
+			t.Errorf("%d late, for %+v; want over 500, every one for the open files", got.late, got.reasons)
+		}
+	})
+
+	t.Run("a line more than the span before its file's first lines", func(t *testing.T) {
+		dir := t.TempDir()
+		early := writeLog(t, dir, "early.log", every(t0, 20*60))
+		late := every(t0.Add(15*m), 100)
+		late = slices.Insert(late, startRecords+10, clfLine("192.0.2.1", t0.Add(m)))
+		got := readLate(t, []string{writeLog(t, dir, "late.log", late), early}, defaultBounds)
+		if got.late != 1 || got.reasons != (LateReasons{Span: 1}) {
+			t.Errorf("%d late, for %+v; want 1, for the span", got.late, got.reasons)
+		}
+	})
+
+	t.Run("a slow request in one of two nodes' files", func(t *testing.T) {
+		lines := albLog(100, 8*m, 10*s, 7*m) // each file 50 a second, as the one-file case
+		dir := t.TempDir()
+		var a, b []string
+		for i, l := range lines {
+			if i%2 == 0 {
+				a = append(a, l)
+			} else {
+				b = append(b, l)
+			}
+		}
+		got := readLate(t, []string{writeLog(t, dir, "a.log", a), writeLog(t, dir, "b.log", b)}, defaultBounds)
+		if got.late != 1 || got.reasons != (LateReasons{Span: 1}) {
+			t.Errorf("%d late, for %+v; want 1, for the span", got.late, got.reasons)
+		}
+	})
 }
 
 // TestManyOverlappingFiles: more files of one period than are read at
@@ -348,20 +440,20 @@ func TestReorderSpan(t *testing.T) {
 func TestManyOverlappingFiles(t *testing.T) {
 	dir := t.TempDir()
 	var names []string
-	for f := range maxOpen + 8 {
+	for f := range MaxOpen + 8 {
 		var lines []string
 		for i := range 50 {
-			lines = append(lines, clfLine(fmt.Sprintf("192.0.2.%d", f), t0.Add(time.Duration(i*(maxOpen+8)+f)*time.Second)))
+			lines = append(lines, clfLine(fmt.Sprintf("192.0.2.%d", f), t0.Add(time.Duration(i*(MaxOpen+8)+f)*time.Second)))
 		}
 		names = append(names, writeLog(t, dir, fmt.Sprintf("n%02d.log", f), lines))
 	}
 	seen := map[int64]int{}
-	files, left, err := ReadOrdered(names, logs.ReadOptions{}, func(r *logs.Record) { seen[r.Time]++ })
+	files, left, err := ReadOrdered(names, logs.ReadOptions{}, func(r *logs.Record, _ Lateness) { seen[r.Time]++ })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(seen) != 50*(maxOpen+8) || left.Records != 0 || len(files) != maxOpen+8 {
-		t.Errorf("%d distinct records, %d left out, %d files; want %d, 0, %d", len(seen), left.Records, len(files), 50*(maxOpen+8), maxOpen+8)
+	if len(seen) != 50*(MaxOpen+8) || left.Records != 0 || len(files) != MaxOpen+8 {
+		t.Errorf("%d distinct records, %d left out, %d files; want %d, 0, %d", len(seen), left.Records, len(files), 50*(MaxOpen+8), MaxOpen+8)
 	}
 	for i, f := range files {
 		if f.Name != names[i] || f.Parsed != 50 {
@@ -389,7 +481,7 @@ func TestReadOrderedErrors(t *testing.T) {
 		{corrupt},
 		{good, corrupt},
 	} {
-		_, _, err := ReadOrdered(names, logs.ReadOptions{}, func(*logs.Record) {})
+		_, _, err := ReadOrdered(names, logs.ReadOptions{}, func(*logs.Record, Lateness) {})
 		_, wantErr := logs.ReadFiles(names, logs.ReadOptions{}, func(*logs.Record) {})
 		if err == nil || wantErr == nil || err.Error() != wantErr.Error() {
 			t.Errorf("ReadOrdered(%q) = %v, want %v", names, err, wantErr)

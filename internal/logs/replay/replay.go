@@ -154,6 +154,7 @@ type Replay struct {
 	timed    int64             // requests whose record gives the upstream's duration
 	late     int64             // requests older than the clock when replayed
 	lateMax  int64             // the most one was older, nanoseconds
+	lateWhy  LateReasons       // the late read by ReadFiles, by why
 	leftOut  LeftOut
 
 	// The request being replayed, reused.
@@ -227,7 +228,7 @@ func New(o Options) *Replay {
 // is about opening or reading a file; the records read before it are
 // replayed.
 func (r *Replay) ReadFiles(ctx context.Context, names []string, o logs.ReadOptions) ([]logs.File, error) {
-	files, left, err := ReadOrdered(names, o, func(rec *logs.Record) { r.Add(ctx, rec) })
+	files, left, err := ReadOrdered(names, o, func(rec *logs.Record, why Lateness) { r.add(ctx, rec, why) })
 	r.leftOut.Records += left.Records
 	r.leftOut.MaxAhead = max(r.leftOut.MaxAhead, left.MaxAhead)
 	return files, err
@@ -238,6 +239,14 @@ func (r *Replay) ReadFiles(ctx context.Context, names []string, o logs.ReadOptio
 // clock (the latest request replayed) is replayed at the clock's instant
 // and counted late; see the package comment.
 func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
+	r.add(ctx, rec, OnTime)
+}
+
+// add is Add of a record that ReadOrdered says is late for why, if it is
+// older than the clock: the clock is that of the requests alone, so a
+// record ReadOrdered hands on late may be on time here, never the other
+// way round.
+func (r *Replay) add(ctx context.Context, rec *logs.Record, why Lateness) {
 	id, ok := r.base.Add(rec)
 	if !ok {
 		return
@@ -245,6 +254,7 @@ func (r *Replay) Add(ctx context.Context, rec *logs.Record) {
 	if rec.Time < r.now {
 		r.late++
 		r.lateMax = max(r.lateMax, r.now-rec.Time)
+		r.lateWhy.add(why)
 	}
 	r.now = max(r.now, rec.Time)
 	if rec.Duration > 0 && !rec.ForProxy {

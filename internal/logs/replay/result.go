@@ -57,6 +57,10 @@ type Order struct {
 	// one was older by.
 	Late           int64   `json:"late"`
 	LateMaxSeconds float64 `json:"late_max_seconds"`
+	// LateReasons counts the late requests read by Replay.ReadFiles by
+	// why they were (those given to Replay.Add out of order are late for
+	// none of these).
+	LateReasons LateReasons `json:"late_reasons"`
 	// LeftOut counts records not replayed because they were dated more
 	// than FarAhead after the records read before them in their file,
 	// and a record after them came back more than FarAhead before them;
@@ -64,6 +68,32 @@ type Order struct {
 	// record that came back.
 	LeftOut                int64   `json:"left_out"`
 	LeftOutMaxAheadSeconds float64 `json:"left_out_max_ahead_seconds"`
+}
+
+// LateReasons counts requests replayed late by the bound of ReadOrdered
+// they were further out of order than (see Lateness).
+type LateReasons struct {
+	// Span: their line came more than ReorderSpan (of log time) after
+	// those of later requests in their file.
+	Span int64 `json:"span"`
+	// Memory: the files open held all they may together (ExtraBytes)
+	// before their line was read.
+	Memory int64 `json:"memory"`
+	// OpenFiles: their file waited to be opened while MaxOpen others
+	// were open.
+	OpenFiles int64 `json:"open_files"`
+}
+
+// add counts one request late for why; OnTime counts none.
+func (l *LateReasons) add(why Lateness) {
+	switch why {
+	case LateSpan:
+		l.Span++
+	case LateMemory:
+		l.Memory++
+	case LateOpenFiles:
+		l.OpenFiles++
+	}
 }
 
 // Rule is what one rule did over the replay.
@@ -176,7 +206,7 @@ func (r *Replay) Result() *Result {
 	if r.engine.LogOnly.Load() {
 		res.Mode = "log-only"
 	}
-	res.Order = Order{Late: r.late, LateMaxSeconds: time.Duration(r.lateMax).Seconds(),
+	res.Order = Order{Late: r.late, LateMaxSeconds: time.Duration(r.lateMax).Seconds(), LateReasons: r.lateWhy,
 		LeftOut: r.leftOut.Records, LeftOutMaxAheadSeconds: r.leftOut.MaxAhead.Seconds()}
 	if first, last, ok := r.base.Span(); ok {
 		res.From, res.To = first.Format(time.RFC3339), last.Format(time.RFC3339)

@@ -166,8 +166,9 @@ func TestReplayHTML(t *testing.T) {
 }
 
 // TestReplayOrder: requests replayed out of time order and records left
-// out are said, in the table and on the page, with how many and by how
-// much at most; a replay in order says nothing in the table.
+// out are said, in the table and on the page, with how many, by how much
+// at most and, for the late, why; a replay in order says nothing in the
+// table.
 func TestReplayOrder(t *testing.T) {
 	r := replayResult(t)
 	var table, page bytes.Buffer
@@ -180,7 +181,8 @@ func TestReplayOrder(t *testing.T) {
 		t.Errorf("a replay in time order:\n%s", table.String())
 	}
 
-	r.Order = replay.Order{Late: 3, LateMaxSeconds: 59, LeftOut: 1, LeftOutMaxAheadSeconds: 631148344}
+	r.Order = replay.Order{Late: 4, LateMaxSeconds: 59, LateReasons: replay.LateReasons{Span: 2, Memory: 1, OpenFiles: 1},
+		LeftOut: 1, LeftOutMaxAheadSeconds: 631148344}
 	table.Reset()
 	page.Reset()
 	ReplayTable(&table, r)
@@ -188,7 +190,8 @@ func TestReplayOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"3 requests out of time order, up to 59s older than one replayed before: replayed at that later time",
+		"4 requests out of time order, up to 59s older than one replayed before (2 logged more than 5m0s after later ones in their files; " +
+			"1 further back than the 64 MiB the open files hold together could reach; 1 in a file that waited while 32 others were open): replayed at that later time",
 		"1 record left out: dated up to 7,304 days after the record that followed it in its file, and more than a day after every record before it",
 	} {
 		if !strings.Contains(table.String(), want) {

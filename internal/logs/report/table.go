@@ -240,8 +240,28 @@ func OrderLines(o replay.Order) []string {
 			pick(o.LeftOut, "its", "their"), seconds(replay.FarAhead.Seconds()), pick(o.LeftOut, "it", "them")))
 	}
 	if o.Late > 0 {
-		out = append(out, fmt.Sprintf("%s %s out of time order, up to %s older than one replayed before: replayed at that later time, so the counts are approximate",
-			num(o.Late), plural(o.Late, "request"), seconds(o.LateMaxSeconds)))
+		why := ""
+		if reasons := lateReasons(o.LateReasons); len(reasons) > 0 {
+			why = " (" + strings.Join(reasons, "; ") + ")"
+		}
+		out = append(out, fmt.Sprintf("%s %s out of time order, up to %s older than one replayed before%s: replayed at that later time, so the counts are approximate",
+			num(o.Late), plural(o.Late, "request"), seconds(o.LateMaxSeconds), why))
+	}
+	return out
+}
+
+// lateReasons says why requests were late, a phrase for each reason.
+func lateReasons(l replay.LateReasons) []string {
+	var out []string
+	if n := l.Span; n > 0 {
+		out = append(out, fmt.Sprintf("%s logged more than %s after later ones in %s", num(n),
+			seconds(replay.ReorderSpan.Seconds()), pick(n, "its file", "their files")))
+	}
+	if n := l.Memory; n > 0 {
+		out = append(out, fmt.Sprintf("%s further back than the %d MiB the open files hold together could reach", num(n), replay.ExtraBytes>>20))
+	}
+	if n := l.OpenFiles; n > 0 {
+		out = append(out, fmt.Sprintf("%s in %s that waited while %d others were open", num(n), pick(n, "a file", "files"), replay.MaxOpen))
 	}
 	return out
 }
