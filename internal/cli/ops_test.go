@@ -463,15 +463,20 @@ func TestEveryGatewayListenerStopsAcceptingOnShutdown(t *testing.T) {
 
 // TestReloadEnvNoLongerDefined: a reload whose file no longer defines the
 // environment --env names is rejected naming the flag, as a start with it
-// would be.
+// would be, and the file, as every problem of a reload is: the flag has
+// not changed, the file has.
 func TestReloadEnvNoLongerDefined(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
 	defer up.Close()
 	g := startServe(t, opsYAML(up.URL, "2/1h")+"environments: {staging: {}}\n", "--env", "staging")
 	g.write(opsYAML(up.URL, "2/1h") + "environments: {production: {}}\n")
 	g.waitMetric(reloadFailed, 1)
+	want := g.conf + `: --env: environment "staging" is not defined (allowed: production)`
 	rej, _ := g.adminConfig()["rejected"].(map[string]any)
-	if got, want := rej["problems"], `--env: environment "staging" is not defined (allowed: production)`; got != want {
+	if got := rej["problems"]; got != want {
 		t.Errorf("the reload is rejected for %q, want %q", got, want)
+	}
+	if logged := strings.ReplaceAll(g.stderr.String(), `\"`, `"`); !strings.Contains(logged, `"problems":"`+want+`"`) {
+		t.Errorf("the rejection is not logged with %q:\n%s", want, g.stderr.String())
 	}
 }

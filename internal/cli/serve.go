@@ -654,9 +654,16 @@ func (sf serveFlags) reload(env environ, srv *gateway.Server, m *telemetry.Metri
 		m.Reloaded(false, "")
 	}
 	msg := ""
-	if err != nil {
+	var usage usageError
+	switch {
+	case errors.As(err, &usage):
+		// --env names an environment the file no longer defines: the
+		// flag is as serve started, the file is what changed, and it is
+		// named as in every other problem of a reload.
+		msg = sf.file + ": " + err.Error()
+	case err != nil:
 		msg = err.Error()
-	} else {
+	default:
 		msg = dedupe(sf.fileSideOfFlags(f, problems)).Error()
 	}
 	srv.Rejected(time.Now(), reason, msg)
