@@ -214,6 +214,13 @@ echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC'), $(nproc) CPUs, load $(cut -d' ' -f1
 # stolen time is the other tenants' load, which moves every figure.
 stolen() { awk '/^cpu / { t = 0; for (i = 2; i <= 9; i++) t += $i; print $9, t }' /proc/stat; }
 read -r steal0 total0 <<<"$(stolen)"
+say_stolen() {
+	local steal1 total1 share
+	read -r steal1 total1 <<<"$(stolen)"
+	share=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN { if (t > 0) printf "%.1f", 100 * s / t; else print 0 }')
+	echo
+	echo "CPU time stolen by the hypervisor during the run: $share % (other tenants' load; above 1 %, read this run's figures with care)"
+}
 if [ -n "${GATEWAY_GODEBUG:-}" ]; then
 	echo "# floodgate runs with GODEBUG=$GATEWAY_GODEBUG" >&2
 fi
@@ -325,7 +332,10 @@ for t in floodgate_redis; do
 		echo "$t/$peer = $(ratio "$(med $t)" "$(med $peer)") (rounds: $per_round$cpu$note)"
 	done
 done
-[ "${LATENCY:-1}" = 0 ] && exit 0
+if [ "${LATENCY:-1}" = 0 ]; then
+	say_stolen
+	exit 0
+fi
 summary=()
 for rate in "${rates[@]}"; do
 	echo
@@ -360,7 +370,4 @@ if [ ${#summary[@]} -gt 0 ]; then
 	echo
 	printf '%s\n' "${summary[@]}"
 fi
-read -r steal1 total1 <<<"$(stolen)"
-steal=$(awk -v s=$((steal1 - steal0)) -v t=$((total1 - total0)) 'BEGIN { if (t > 0) printf "%.1f", 100 * s / t; else print 0 }')
-echo
-echo "CPU time stolen by the hypervisor during the run: $steal % (other tenants' load; above 1 %, read this run's figures with care)"
+say_stolen
