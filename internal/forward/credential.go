@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"slices"
 )
 
 // A Credential is floodgate's own credential to an upstream, sent in
@@ -12,9 +11,11 @@ import (
 // bearer token, a fixed field, or none). A Forwarder (Options.Credential)
 // and a Transport apply it alike:
 //
-//   - the request fields Fields names are not forwarded, and the field
-//     Authorize returns is sent instead, in place of any the forwarding
-//     would write of that name (X-Forwarded-For, User-Agent...);
+//   - the request fields Fields names are not forwarded, nor those
+//     written as one of them with '_' for '-' (see dropped), and the
+//     field Authorize returns is sent instead, in place of any the
+//     forwarding would write of that name (X-Forwarded-For,
+//     User-Agent...);
 //   - the response fields Fields names are not passed on: by a
 //     Forwarder, from the final response, an informational one or the
 //     trailer section; by a Transport, from the final response's header
@@ -72,8 +73,10 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	for first := true; ; first = false {
 		out := r.Clone(r.Context())
-		for _, k := range drop {
-			delete(out.Header, k)
+		for k := range out.Header {
+			if dropped(drop, k) {
+				delete(out.Header, k)
+			}
 		}
 		if name != "" {
 			out.Header[name] = []string{value}
@@ -83,8 +86,10 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if resp.StatusCode != http.StatusUnauthorized || name == "" {
-			for _, k := range strip {
-				delete(resp.Header, k)
+			for k := range resp.Header {
+				if dropped(strip, k) {
+					delete(resp.Header, k)
+				}
 			}
 			return resp, nil
 		}
@@ -107,17 +112,44 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 // twice, should the Credential not say why.
 var errRefusedAgain = errors.New("forward: the upstream refused floodgate's credential twice")
 
-// dropped reports whether the field name is in list.
-func dropped(list []string, name string) bool {
-	return len(list) > 0 && slices.Contains(list, name)
-}
-
-// droppedBytes is dropped for a name in bytes.
-func droppedBytes(list []string, name []byte) bool {
+// dropped reports whether the field name is one of list's (canonical
+// names), or is written as one with '_' for '-' or in another case:
+// canonical names keep an underscore ("X_api_key"), but an upstream that
+// names fields as CGI does (WSGI, Rack, PHP, Django's ASGI handler) reads
+// X-Api-Key and X_Api_Key alike, as HTTP_X_API_KEY, and takes or joins
+// both. So nginx and Apache httpd drop fields with an underscore; here
+// those that stand for a field the credential drops are dropped.
+func dropped[T string | []byte](list []string, name T) bool {
 	for _, s := range list {
-		if string(name) == s {
+		if len(s) == len(name) && sameField(s, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// sameField reports whether the field names a and b, of one length, are
+// one for an upstream that ignores case and reads '_' as '-'.
+func sameField[T string | []byte](a string, b T) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if fold(x) != fold(y) {
+			return false
+		}
+	}
+	return true
+}
+
+// fold is c in lower case, '-' for '_'.
+func fold(c byte) byte {
+	switch {
+	case 'A' <= c && c <= 'Z':
+		return c + ('a' - 'A')
+	case c == '_':
+		return '-'
+	}
+	return c
 }

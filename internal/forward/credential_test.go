@@ -20,6 +20,7 @@ import (
 type fieldCredential struct {
 	name   string
 	values []string
+	extra  []string // more request fields it drops
 
 	mu       sync.Mutex
 	refusals []string // "value first" of each call of Refused
@@ -28,7 +29,7 @@ type fieldCredential struct {
 var errCredentialRefused = errors.New("test: credential refused")
 
 func (c *fieldCredential) Fields() (request, response []string) {
-	return []string{"Cookie", "Authorization", c.name}, []string{"Set-Cookie", "Www-Authenticate"}
+	return append([]string{"Cookie", "Authorization", c.name}, c.extra...), []string{"Set-Cookie", "Www-Authenticate"}
 }
 
 func (c *fieldCredential) Authorize(*http.Request) (name, value string, err error) {
@@ -108,6 +109,47 @@ func TestCredentialRequestLikeReverseProxy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCredentialFieldAliases: a field whose name differs from one the
+// credential drops only in case or in '_' for '-' (X_Api_Key,
+// x-api_key, Proxy_Authorization) does not reach the upstream either,
+// from the Forwarder or from a ReverseProxy over Transport. Canonical
+// names keep the underscore ("X_api_key"), but an upstream that names
+// fields as CGI does (WSGI, Rack, PHP, Django's ASGI handler: both are
+// HTTP_X_API_KEY) reads it as the field floodgate sets, or joins the two:
+// the client's value would ride along with floodgate's credential.
+func TestCredentialFieldAliases(t *testing.T) {
+	rec := &recorder{}
+	up, _ := newUpstream(t, rec)
+	const req = "GET /a HTTP/1.1\r\nHost: example.com\r\nX_Api_Key: client\r\nx-api_key: client\r\nX_API-KEY: client\r\n" +
+		"Proxy_Authorization: Basic client\r\nProxy-authorization_: kept\r\nX-Api-Keys: kept\r\nX-Trace_Id: kept\r\n\r\n"
+	c := &fieldCredential{name: "X-Api-Key", values: []string{"floodgate-1"}}
+	c.extra = []string{"Proxy-Authorization"}
+	el := newErrorLog()
+	for i, h := range []http.Handler{newForwarder(t, up.URL, Options{Credential: c}, el), newCredentialReference(t, up.URL, c, el)} {
+		res := rawDo(t, hostOf(front(t, h)), "GET", req)
+		s, n := rec.take()
+		if res.Status != 200 || n != 1 {
+			t.Fatalf("carrier %d: status %d, %d upstream requests; want 200, 1 (errors %v)", i, res.Status, n, el.all())
+		}
+		var kept []string
+		for k, v := range s.Header {
+			if strings.Contains(strings.Join(v, ""), "client") {
+				t.Errorf("carrier %d: the upstream got the client's %s: %q", i, k, v)
+			}
+			if slices.Contains(v, "kept") {
+				kept = append(kept, k)
+			}
+		}
+		slices.Sort(kept)
+		if want := []string{"Proxy-Authorization_", "X-Api-Keys", "X-Trace_id"}; !slices.Equal(kept, want) {
+			t.Errorf("carrier %d: fields of other names that reached the upstream: %q, want %q", i, kept, want)
+		}
+		if got := s.Header["X-Api-Key"]; len(got) != 1 || got[0] != "floodgate-1" {
+			t.Errorf("carrier %d: X-Api-Key %q, want floodgate-1", i, got)
+		}
 	}
 }
 

@@ -553,7 +553,7 @@ func (x *exchange) writeHeaderLines(fr *framing) bool {
 			continue
 		case string(name) == "Content-Length":
 			continue // fr.declared
-		case droppedBytes(x.f.strip, name):
+		case dropped(x.f.strip, name):
 			continue
 		}
 		b = append(b, name...)
@@ -810,7 +810,7 @@ func (x *exchange) copyChunked() error {
 	}
 	dst := x.w.Header()
 	for _, f := range h.fields {
-		if droppedBytes(x.f.strip, h.name(f)) {
+		if dropped(x.f.strip, h.name(f)) {
 			continue
 		}
 		k := http.TrailerPrefix + string(h.name(f))

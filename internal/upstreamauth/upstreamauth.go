@@ -602,7 +602,8 @@ func (s *Source) Ready(ctx context.Context) error {
 // forward.Transport apply. With each:
 //
 //   - the browser's Cookie, Authorization and Proxy-Authorization (and a
-//     field of the credential's name) are not forwarded;
+//     field of the credential's name) are not forwarded, however spelled
+//     (X_Api_Key for X-Api-Key: internal/forward drops those too);
 //   - the upstream's Set-Cookie (and the obsolete Set-Cookie2), and
 //     WWW-Authenticate and Authorization, which concern floodgate's
 //     credential, not the browser's (a Basic challenge would make the
