@@ -4,6 +4,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
+	"slices"
 )
 
 // A Credential is floodgate's own credential to an upstream, sent in
@@ -16,11 +19,11 @@ import (
 //     field Authorize returns is sent instead, in place of any the
 //     forwarding would write of that name (X-Forwarded-For,
 //     User-Agent...);
-//   - the response fields Fields names are not passed on: by a
-//     Forwarder, from the final response, an informational one or the
-//     trailer section; by a Transport, from the final response's header
-//     (httputil.ReverseProxy passes informational responses and
-//     trailers on itself);
+//   - the response fields Fields names are not passed on, from the final
+//     response, an informational one or the trailer section (a
+//     Transport strips those that httputil.ReverseProxy relays: the
+//     informational responses its trace is given, and the trailer its
+//     response's body fills);
 //   - a 401 to a request that carried the credential is not passed on:
 //     Refused says whether the request goes once more, with another
 //     value, or what error it fails with (OnError's, for a Forwarder).
@@ -71,13 +74,18 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return nil, err
 	}
+	// httputil.ReverseProxy relays informational responses from its
+	// trace's Got1xxResponse: this trace's is called before it, with the
+	// same header.
+	ctx := httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+		Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
+			stripFields(http.Header(h), strip)
+			return nil
+		},
+	})
 	for first := true; ; first = false {
-		out := r.Clone(r.Context())
-		for k := range out.Header {
-			if dropped(drop, k) {
-				delete(out.Header, k)
-			}
-		}
+		out := r.Clone(ctx)
+		stripFields(out.Header, drop)
 		if name != "" {
 			out.Header[name] = []string{value}
 		}
@@ -86,10 +94,10 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if resp.StatusCode != http.StatusUnauthorized || name == "" {
-			for k := range resp.Header {
-				if dropped(strip, k) {
-					delete(resp.Header, k)
-				}
+			stripFields(resp.Header, strip)
+			if mayHaveTrailer(resp) {
+				stripFields(resp.Trailer, strip)
+				resp.Body = &trailerStripper{ReadCloser: resp.Body, resp: resp, strip: strip}
 			}
 			return resp, nil
 		}
@@ -106,6 +114,49 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		value = next
 	}
+}
+
+// stripFields deletes from h the fields list names (see dropped).
+func stripFields(h http.Header, list []string) {
+	for k := range h {
+		if dropped(list, k) {
+			delete(h, k)
+		}
+	}
+}
+
+// mayHaveTrailer reports whether resp's body may end with a trailer
+// section: chunked, or over HTTP/2, or with one declared; never a 101's,
+// whose body is the upgraded connection.
+func mayHaveTrailer(resp *http.Response) bool {
+	if resp.StatusCode == http.StatusSwitchingProtocols {
+		return false
+	}
+	return resp.Trailer != nil || resp.ProtoMajor != 1 || slices.Contains(resp.TransferEncoding, "chunked")
+}
+
+// A trailerStripper is a response body that strips the trailer fields it
+// names from its response once they have come: Go's transport fills
+// resp.Trailer as the body ends, with the fields declared and undeclared,
+// and httputil.ReverseProxy passes them on after Close.
+type trailerStripper struct {
+	io.ReadCloser
+	resp  *http.Response
+	strip []string
+}
+
+func (b *trailerStripper) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		stripFields(b.resp.Trailer, b.strip)
+	}
+	return n, err
+}
+
+func (b *trailerStripper) Close() error {
+	err := b.ReadCloser.Close()
+	stripFields(b.resp.Trailer, b.strip)
+	return err
 }
 
 // errRefusedAgain answers a request whose credential the upstream refused

@@ -1,8 +1,10 @@
 package forward
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -186,6 +188,88 @@ func TestCredentialResponseFields(t *testing.T) {
 				t.Errorf("%s, lines %v: the client got %q of the fields dropped, body %q, heads %v, then %v; want none, ok, X-Kept and any X-Sum trailer",
 					path, lines, got, w.body, w.heads, w.h)
 			}
+		}
+	}
+}
+
+// TestCredentialFallbackResponseFields: what the Forwarder leaves to its
+// ReverseProxy (an Expect: 100-continue request, a protocol upgrade), and
+// what a ReverseProxy over Transport serves (as for an https upstream),
+// does not reach the client with the fields the credential strips either:
+// not in an informational response, which httputil.ReverseProxy relays
+// itself, nor in the trailer section, declared or not.
+func TestCredentialFallbackResponseFields(t *testing.T) {
+	up := newRawUpstream(t, func(r *http.Request) (string, bool) {
+		const hint = "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\nset-cookie: a=1\r\nWWW-Authenticate: Basic realm=\"api\"\r\n\r\n"
+		if r.Header.Get("Upgrade") != "" {
+			return hint + "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSet-Cookie: u=1\r\n\r\n", true
+		}
+		return hint + "HTTP/1.1 200 OK\r\nSet-Cookie: b=2\r\nX-Kept: 1\r\nTransfer-Encoding: chunked\r\nTrailer: Set-Cookie, X-Sum\r\n\r\n" +
+			"2\r\nok\r\n0\r\nSet-Cookie: c=3\r\nWww-Authenticate: Basic\r\nX-Sum: 42\r\nX-Late: 1\r\n\r\n", false
+	})
+	c := &fieldCredential{name: "X-Api-Key", values: []string{"floodgate-1"}}
+	el := newErrorLog()
+	forwarder := hostOf(front(t, newForwarder(t, up.url, Options{Credential: c}, el)))
+	reference := hostOf(front(t, newCredentialReference(t, up.url, c, el)))
+	for _, tc := range []struct{ name, addr, req string }{
+		{"Expect", forwarder, "POST / HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi"},
+		{"upgrade", forwarder, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"},
+		{"Transport", reference, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"},
+		{"Transport upgrade", reference, "GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"},
+	} {
+		heads, trailer := readAnswers(t, tc.addr, tc.req)
+		final := heads[len(heads)-1]
+		var got []string
+		for i, h := range append(heads, trailer) {
+			for k := range h {
+				if k == "Set-Cookie" || k == "Www-Authenticate" {
+					got = append(got, fmt.Sprint(i, " ", k))
+				}
+			}
+		}
+		if len(got) != 0 {
+			t.Errorf("%s: the client got %q (head index, field) of the fields stripped; heads %v, trailer %v", tc.name, got, heads, trailer)
+		}
+		if len(heads) < 2 || heads[len(heads)-2].Get("Link") == "" {
+			t.Errorf("%s: heads %v, want the 103's Link before the final one", tc.name, heads)
+		}
+		if final.Get("Upgrade") == "" && (final.Get("X-Kept") != "1" || trailer.Get("X-Sum") != "42" || trailer.Get("X-Late") != "1") {
+			t.Errorf("%s: final head %v, trailer %v; want X-Kept, X-Sum and X-Late", tc.name, final, trailer)
+		}
+	}
+}
+
+// readAnswers sends the request text req to addr and returns the heads of
+// the responses that came (informational ones first), and the final
+// response's trailer; a 101 ends them.
+func readAnswers(t *testing.T, addr, req string) (heads []http.Header, trailer http.Header) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	method, _, _ := strings.Cut(req, " ")
+	for {
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("reading the response: %v", err)
+		}
+		heads = append(heads, resp.Header)
+		switch code := resp.StatusCode; {
+		case code == http.StatusSwitchingProtocols:
+			return heads, nil
+		case code >= 200:
+			if _, err := io.ReadAll(resp.Body); err != nil {
+				t.Fatalf("reading the body: %v", err)
+			}
+			return heads, resp.Trailer
+		case code == http.StatusContinue:
+			heads = heads[:len(heads)-1] // the server's own, to Expect
 		}
 	}
 }

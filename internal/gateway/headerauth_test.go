@@ -1,8 +1,12 @@
 package gateway_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -95,5 +99,72 @@ upstreams:
 	defer mu.Unlock()
 	if len(conns) != 1 {
 		t.Errorf("one client's 3 requests came over %d upstream connections (%v), want 1", len(conns), conns)
+	}
+}
+
+// TestCredentialedUpstreamCookiesNeverReachClient: an upstream with
+// floodgate's own credential never gets its Set-Cookie or
+// WWW-Authenticate to the client: not in an informational answer (103),
+// not in the trailer section (declared or not), whether the request goes
+// through the lean forwarder or, with Expect: 100-continue (which the
+// client chooses), through the ReverseProxy it leaves such requests to.
+func TestCredentialedUpstreamCookiesNeverReachClient(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams:
+  api:
+    url: "UPSTREAM"
+    auth: {type: header, header_name: X-Api-Key, header_value: "floodgate-key-1"}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Link", "</a.css>; rel=preload")
+		w.Header().Set("Set-Cookie", "csrftoken=early")
+		w.Header().Set("WWW-Authenticate", `Basic realm="api"`)
+		w.WriteHeader(http.StatusEarlyHints)
+		w.Header().Del("Link")
+		w.Header().Set("Trailer", "Set-Cookie, X-Sum")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "ok")
+		w.(http.Flusher).Flush()
+		w.Header().Set("Set-Cookie", "csrftoken=declared")
+		w.Header().Set(http.TrailerPrefix+"Www-Authenticate", `Basic realm="late"`)
+		w.Header().Set("X-Sum", "42")
+	}))
+	for _, expect := range []bool{false, true} {
+		var mu sync.Mutex
+		var got []string
+		note := func(where string, h http.Header) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range []string{"Set-Cookie", "Www-Authenticate"} {
+				if v := h.Values(k); len(v) > 0 {
+					got = append(got, fmt.Sprintf("%s %s: %q", where, k, v))
+				}
+			}
+		}
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+				note(fmt.Sprint(code), http.Header(h))
+				return nil
+			},
+		})
+		req, _ := http.NewRequestWithContext(ctx, "POST", c.gw.URL+"/q", strings.NewReader("body"))
+		req.Header.Set("X-Forwarded-For", "203.0.113.1")
+		if expect {
+			req.Header.Set("Expect", "100-continue")
+		}
+		resp, err := c.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		note("head", resp.Header)
+		note("trailer", resp.Trailer)
+		if resp.StatusCode != 200 || string(body) != "ok" || resp.Trailer.Get("X-Sum") != "42" {
+			t.Errorf("Expect %v: %d %q, trailer %v; want 200 ok and X-Sum", expect, resp.StatusCode, body, resp.Trailer)
+		}
+		if len(got) > 0 {
+			t.Errorf("Expect %v: the client got the upstream's %q", expect, got)
+		}
 	}
 }
