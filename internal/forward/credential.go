@@ -24,6 +24,12 @@ import (
 //     Transport strips those that httputil.ReverseProxy relays: the
 //     informational responses its trace is given, and the trailer its
 //     response's body fills);
+//   - a request whose answer echoes it, TRACE (and TRACK, IIS's
+//     alias) in any case, is sent without the credential (RFC 9110
+//     §9.3.8: a client must not send credentials in a TRACE, whose
+//     answer would disclose them): Authorize is not asked, and the
+//     upstream's answer, a 401 included, is passed on as to any request
+//     sent without one;
 //   - a 401 to a request that carried the credential is not passed on:
 //     Refused says whether the request goes once more, with another
 //     value, or what error it fails with (OnError's, for a Forwarder).
@@ -67,12 +73,15 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		base = http.DefaultTransport
 	}
 	drop, strip := t.Credential.Fields()
-	name, value, err := t.Credential.Authorize(r)
-	if err != nil {
-		if r.Body != nil {
-			r.Body.Close()
+	var name, value string
+	if !echoed(r) {
+		var err error
+		if name, value, err = t.Credential.Authorize(r); err != nil {
+			if r.Body != nil {
+				r.Body.Close()
+			}
+			return nil, err
 		}
-		return nil, err
 	}
 	// httputil.ReverseProxy relays informational responses from its
 	// trace's Got1xxResponse: this trace's is called before it, with the
@@ -114,6 +123,13 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		value = next
 	}
+}
+
+// echoed reports whether r's answer echoes the request the upstream
+// received: TRACE, or TRACK (IIS), in any case, as an upstream may take
+// the method.
+func echoed(r *http.Request) bool {
+	return equalFold(r.Method, "trace") || equalFold(r.Method, "track")
 }
 
 // stripFields deletes from h the fields list names (see dropped).

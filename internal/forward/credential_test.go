@@ -274,6 +274,33 @@ func readAnswers(t *testing.T, addr, req string) (heads []http.Header, trailer h
 	}
 }
 
+// TestCredentialNotEchoed: a TRACE request, whose answer echoes what the
+// upstream received (Apache httpd answers it so by default; IIS answers
+// TRACK alike), is sent without floodgate's credential (RFC 9110 §9.3.8)
+// and without the client's, in any case of the method, by either carrier.
+func TestCredentialNotEchoed(t *testing.T) {
+	up, _ := newUpstream(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "message/http")
+		fmt.Fprintf(w, "%s %s HTTP/1.1\r\n", r.Method, r.RequestURI)
+		r.Header.Write(w)
+	}))
+	c := &fieldCredential{name: "X-Api-Key", values: []string{"floodgate-1"}}
+	el := newErrorLog()
+	for i, h := range []http.Handler{newForwarder(t, up.URL, Options{Credential: c}, el), newCredentialReference(t, up.URL, c, el)} {
+		addr := hostOf(front(t, h))
+		for _, method := range []string{"TRACE", "trace", "TRACK"} {
+			res := rawDo(t, addr, method, method+" /a HTTP/1.1\r\nHost: x\r\nX-Api-Key: client\r\nCookie: a=client\r\nX-Kept: 1\r\n\r\n")
+			if res.Status != 200 || strings.Contains(res.Body, "floodgate-1") || strings.Contains(res.Body, "client") || !strings.Contains(res.Body, "X-Kept: 1") {
+				t.Errorf("carrier %d, %s: %d %q; want 200 and the request echoed without credentials (errors %v)", i, method, res.Status, res.Body, el.all())
+			}
+		}
+		res := rawDo(t, addr, "GET", "GET /a HTTP/1.1\r\nHost: x\r\n\r\n")
+		if !strings.Contains(res.Body, "X-Api-Key: floodgate-1") {
+			t.Errorf("carrier %d, GET: the upstream saw %q, want floodgate's credential", i, res.Body)
+		}
+	}
+}
+
 // hintRecorder records each head written (informational ones included),
 // and takes field lines when lines is set.
 type hintRecorder struct {

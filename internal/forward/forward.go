@@ -320,7 +320,7 @@ func (f *Forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	var cred authField
-	if c := f.o.Credential; c != nil {
+	if c := f.o.Credential; c != nil && !echoed(r) {
 		var err error
 		if cred.name, cred.value, err = c.Authorize(r); err != nil {
 			f.o.OnError(w, r, err) // nothing was sent

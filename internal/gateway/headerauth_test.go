@@ -168,3 +168,26 @@ upstreams:
 		}
 	}
 }
+
+// TestCredentialNotEchoedToClient: a client's TRACE, which an upstream
+// such as Apache httpd answers by echoing the request it received, does
+// not give the client floodgate's credential: it is sent without it.
+func TestCredentialNotEchoedToClient(t *testing.T) {
+	c := newCostHarness(t, `
+upstreams:
+  api:
+    url: "UPSTREAM"
+    auth: {type: header, header_name: X-Api-Key, header_value: "floodgate-key-1"}
+`, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "message/http")
+		fmt.Fprintf(w, "%s %s HTTP/1.1\r\n", r.Method, r.RequestURI)
+		r.Header.Write(w)
+	}))
+	resp, body := c.do("TRACE", "/q", "203.0.113.1")
+	if resp.StatusCode != 200 || !strings.HasPrefix(body, "TRACE /q") {
+		t.Fatalf("TRACE: %d %q, want the upstream's echo", resp.StatusCode, body)
+	}
+	if strings.Contains(body, "floodgate-key-1") {
+		t.Errorf("the client got floodgate's credential in the echo: %q", body)
+	}
+}

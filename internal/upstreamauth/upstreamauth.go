@@ -609,6 +609,9 @@ func (s *Source) Ready(ctx context.Context) error {
 //     credential, not the browser's (a Basic challenge would make the
 //     browser prompt for a password), do not reach the browser.
 //
+// A TRACE request, whose answer echoes it, goes without floodgate's
+// credential (internal/forward does not ask Authorize for one).
+//
 // If no token can be had, Authorize fails with an error matching
 // ErrNoToken, whose RetryAfter says when one may be: the request is not
 // sent.
