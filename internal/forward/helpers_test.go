@@ -105,6 +105,11 @@ func (u *rawUpstream) serve(c net.Conn) {
 		if err != nil {
 			return
 		}
+		if r.Header.Get("Expect") == "100-continue" {
+			// As a server does: the body comes at once, not after the
+			// client's wait for this.
+			io.WriteString(c, "HTTP/1.1 100 Continue\r\n\r\n")
+		}
 		io.Copy(io.Discard, r.Body)
 		resp, closeAfter := u.respond(r)
 		if _, err := io.WriteString(c, resp); err != nil || closeAfter {
