@@ -607,7 +607,9 @@ func (s *Source) Ready(ctx context.Context) error {
 //   - the upstream's Set-Cookie (and the obsolete Set-Cookie2), and
 //     WWW-Authenticate and Authorization, which concern floodgate's
 //     credential, not the browser's (a Basic challenge would make the
-//     browser prompt for a password), do not reach the browser.
+//     browser prompt for a password), do not reach the browser, nor does
+//     a field of the credential's name (an upstream that echoes the key
+//     it was sent would hand it to every client).
 //
 // A TRACE request, whose answer echoes it, goes without floodgate's
 // credential (internal/forward does not ask Authorize for one).
@@ -634,39 +636,43 @@ type Credential struct {
 	src         *Source
 	name, value string   // the field that carries it; no name for None
 	request     []string // the request fields not forwarded
+	response    []string // the response fields not passed on
 }
 
 // Bearer returns the credential of s's bearer token.
 func Bearer(s *Source) *Credential {
-	return &Credential{src: s, name: "Authorization", request: clientFields}
+	return &Credential{src: s, name: "Authorization", request: clientFields, response: upstreamFields}
 }
 
 // Header returns the credential of a fixed field: name with value.
 func Header(name, value string) *Credential {
 	name = http.CanonicalHeaderKey(name)
-	request := clientFields
+	request, response := clientFields, upstreamFields
 	if !slices.Contains(request, name) {
 		request = append(slices.Clip(request), name)
 	}
-	return &Credential{name: name, value: value, request: request}
+	if !slices.Contains(response, name) {
+		response = append(slices.Clip(response), name)
+	}
+	return &Credential{name: name, value: value, request: request, response: response}
 }
 
 // None returns the credential of an upstream forwarded without floodgate's
 // own: the browser's are removed all the same.
-func None() *Credential { return &Credential{request: clientFields} }
+func None() *Credential { return &Credential{request: clientFields, response: upstreamFields} }
 
 // clientFields are the browser's credentials, never forwarded to an
 // upstream with a Credential.
 var clientFields = []string{"Cookie", "Authorization", "Proxy-Authorization"}
 
 // upstreamFields are the fields of an upstream's answer that never reach
-// the browser.
+// the browser (with a header credential's own field).
 var upstreamFields = []string{"Set-Cookie", "Set-Cookie2", "Www-Authenticate", "Authorization"}
 
 // Fields returns the request fields not forwarded and the response fields
 // not passed on, by canonical name (forward.Credential).
 func (c *Credential) Fields() (request, response []string) {
-	return c.request, upstreamFields
+	return c.request, c.response
 }
 
 // Authorize returns the field to send r with: "Authorization" and the

@@ -778,6 +778,32 @@ func TestCredentialStripsCredentials(t *testing.T) {
 	}
 }
 
+// TestCredentialFieldNotEchoed: an upstream that echoes the fixed field
+// it was sent (a debugging header, a misconfigured CORS exposure) would
+// hand floodgate's key to every client: the field of a header credential's
+// name is stripped from answers, as Authorization is for a bearer token.
+func TestCredentialFieldNotEchoed(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Api-Key", r.Header.Get("X-Api-Key"))
+		w.Header().Set("X-Kept", "1")
+	}))
+	defer api.Close()
+	for _, ca := range carriers {
+		req, _ := http.NewRequest("GET", api.URL+"/v1/images/", nil)
+		resp, err := ca.new(t, Header("x-api-key", "floodgate-key"), api)(req)
+		if err != nil {
+			t.Fatalf("%s: %v", ca.name, err)
+		}
+		resp.Body.Close()
+		if v := resp.Header.Values("X-Api-Key"); len(v) != 0 {
+			t.Errorf("%s: the answer carried the credential's field: %q", ca.name, v)
+		}
+		if resp.Header.Get("X-Kept") != "1" {
+			t.Errorf("%s: the answer lost an unrelated field", ca.name)
+		}
+	}
+}
+
 // TestCredentialAnswersRefusedTokenAsNoToken: a 401 to a request that
 // carried floodgate's own token is not the client's answer: the token is
 // dropped (when at least 30 s old) and the request fails with
